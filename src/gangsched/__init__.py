@@ -1,0 +1,7 @@
+"""gangsched: workload-aware (gang) scheduling for Kubernetes v1.37, in Python.
+
+One decision core (snapshot in, Decision out) shared by the CLI, the simulator and the live scheduler.
+"""
+
+__version__ = "0.1.0"
+__all__ = ["__version__"]

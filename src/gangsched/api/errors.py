@@ -1,0 +1,134 @@
+"""Kubernetes-style field errors (k8s.io/apimachinery/pkg/util/validation/field) and load problems.
+
+A `FieldError` renders exactly as upstream's `field.Error.Error()` does, so that messages can be compared
+with what the API server says: `spec.schedulingPolicy.gang.minCount: Invalid value: 0: must be greater
+than or equal to 1`.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "OMIT",
+    "ErrorType",
+    "FieldError",
+    "Problem",
+    "duplicate",
+    "forbidden",
+    "invalid",
+    "not_found",
+    "not_supported",
+    "required",
+    "too_many",
+]
+
+
+class ErrorType(enum.Enum):
+    NOT_FOUND = "Not found"
+    REQUIRED = "Required value"
+    DUPLICATE = "Duplicate value"
+    INVALID = "Invalid value"
+    NOT_SUPPORTED = "Unsupported value"
+    FORBIDDEN = "Forbidden"
+    TOO_LONG = "Too long"
+    TOO_MANY = "Too many"
+    INTERNAL = "Internal error"
+
+
+class _Omit:
+    def __repr__(self) -> str:
+        return "OMIT"
+
+
+#: A bad value that is not shown (upstream's `omitValue`).
+OMIT: Any = _Omit()
+
+# Types whose value upstream prints without quoting or struct syntax.
+_PLAIN = (bool, int, float)
+_NO_VALUE = {ErrorType.REQUIRED, ErrorType.FORBIDDEN, ErrorType.TOO_LONG, ErrorType.INTERNAL}
+
+
+def _render_value(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, _PLAIN):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    try:
+        return json.dumps(value, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """One problem with one field, as upstream's field.Error."""
+
+    type: ErrorType
+    field: str
+    bad_value: Any = OMIT
+    detail: str = ""
+
+    def body(self) -> str:
+        if self.type in _NO_VALUE or self.bad_value is OMIT:
+            s = self.type.value
+        else:
+            s = f"{self.type.value}: {_render_value(self.bad_value)}"
+        if self.detail:
+            s += f": {self.detail}"
+        return s
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.body()}"
+
+
+def required(field: str, detail: str = "") -> FieldError:
+    return FieldError(ErrorType.REQUIRED, field, OMIT, detail)
+
+
+def invalid(field: str, value: Any, detail: str) -> FieldError:
+    return FieldError(ErrorType.INVALID, field, value, detail)
+
+
+def forbidden(field: str, detail: str) -> FieldError:
+    return FieldError(ErrorType.FORBIDDEN, field, OMIT, detail)
+
+
+def duplicate(field: str, value: Any) -> FieldError:
+    return FieldError(ErrorType.DUPLICATE, field, value)
+
+
+def not_found(field: str, value: Any) -> FieldError:
+    return FieldError(ErrorType.NOT_FOUND, field, value)
+
+
+def not_supported(field: str, value: Any, supported: list[str]) -> FieldError:
+    detail = "supported values: " + ", ".join(json.dumps(s) for s in supported) if supported else ""
+    return FieldError(ErrorType.NOT_SUPPORTED, field, value, detail)
+
+
+def too_many(field: str, actual: int, maximum: int) -> FieldError:
+    """Upstream's field.TooMany: `Too many: 5: must have at most 4 items`."""
+    return FieldError(ErrorType.TOO_MANY, field, actual, f"must have at most {maximum} items")
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """A problem found in an input, located by file and object: one line of `gangsched validate`."""
+
+    file: str
+    kind: str
+    namespace: str
+    name: str
+    error: FieldError | str
+
+    def __str__(self) -> str:
+        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
+        return f"{self.file}: {self.kind or '<unknown kind>'} {where or '<unnamed>'}: {self.error}"

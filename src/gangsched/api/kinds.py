@@ -1,0 +1,49 @@
+"""The Kubernetes kinds gangsched reads, and the lightkube-models types that carry them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from lightkube.models import (
+    batch_v1,
+    core_v1,
+    policy_v1,
+    scheduling_v1,
+    scheduling_v1alpha3,
+    scheduling_v1beta1,
+)
+
+__all__ = ["KINDS", "KindInfo", "kind_info"]
+
+
+@dataclass(frozen=True, slots=True)
+class KindInfo:
+    kind: str
+    api_version: str
+    model: Any
+    namespaced: bool
+
+
+_ALL = [
+    KindInfo("Namespace", "v1", core_v1.Namespace, False),
+    KindInfo("Node", "v1", core_v1.Node, False),
+    KindInfo("Pod", "v1", core_v1.Pod, True),
+    KindInfo("PriorityClass", "scheduling.k8s.io/v1", scheduling_v1.PriorityClass, False),
+    KindInfo("PodDisruptionBudget", "policy/v1", policy_v1.PodDisruptionBudget, True),
+    KindInfo("Job", "batch/v1", batch_v1.Job, True),
+    KindInfo("Workload", "scheduling.k8s.io/v1beta1", scheduling_v1beta1.Workload, True),
+    KindInfo("PodGroup", "scheduling.k8s.io/v1beta1", scheduling_v1beta1.PodGroup, True),
+    KindInfo("CompositePodGroup", "scheduling.k8s.io/v1alpha3", scheduling_v1alpha3.CompositePodGroup, True),
+]
+
+#: kind -> KindInfo, in the order objects of a kind are best applied (namespaces and nodes first).
+KINDS: dict[str, KindInfo] = {k.kind: k for k in _ALL}
+
+
+def kind_info(obj: Any) -> KindInfo:
+    """The KindInfo for a decoded model object."""
+    for info in _ALL:
+        if isinstance(obj, info.model):
+            return info
+    raise KeyError(type(obj).__name__)

@@ -1,0 +1,222 @@
+"""Read Kubernetes manifests into typed lightkube-models objects.
+
+Inputs are files, directories (recursively: *.yaml, *.yml, *.json, in sorted order) and `-` for stdin; a file
+holds one or more YAML documents, a JSON object, or a `List` (any kind ending in `List` with `items`).
+Every problem is reported with its file and object instead of raised, so that one bad document does not
+hide the others; callers apply nothing when `problems` is not empty.
+
+Decoding is msgspec's (lightkube-models are msgspec Structs); YAML is parsed with PyYAML's C loader when
+the C extension is there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import yaml
+
+from .errors import FieldError, Problem, invalid, not_supported, required
+from .kinds import KINDS, KindInfo
+
+__all__ = ["LoadResult", "Loaded", "decode", "load_documents", "load_paths"]
+
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@dataclass(slots=True)
+class Loaded:
+    """One decoded object and where it came from. `order` is its position across all inputs."""
+
+    obj: Any
+    info: KindInfo
+    file: str
+    order: int
+
+
+@dataclass(slots=True)
+class LoadResult:
+    objects: list[Loaded] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    def extend(self, other: LoadResult) -> None:
+        self.objects.extend(other.objects)
+        self.problems.extend(other.problems)
+
+
+def _files(paths: Iterable[str]) -> Iterator[tuple[str, str | None]]:
+    """(display name, error) per input file; directories expand recursively in sorted order."""
+    for p in paths:
+        if p == "-":
+            yield "-", None
+            continue
+        path = Path(p)
+        if path.is_dir():
+            found = sorted(str(f) for f in path.rglob("*") if f.is_file() and f.suffix.lower() in _SUFFIXES)
+            if not found:
+                yield p, "no *.yaml, *.yml or *.json files in directory"
+            for f in found:
+                yield f, None
+        elif path.is_file():
+            yield p, None
+        elif not path.exists():
+            yield p, "no such file or directory"
+        else:
+            yield p, "not a regular file or directory"
+
+
+def _read(name: str) -> str:
+    if name == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        with open(name, "rb") as f:
+            data = f.read()
+    return data.decode("utf-8")
+
+
+def _yaml_error(name: str, e: yaml.YAMLError) -> Problem:
+    mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+    return Problem(name, "", "", "", f"YAML syntax error at {where}{problem}")
+
+
+def _parse(name: str, text: str) -> tuple[list[Any], Problem | None]:
+    if name.lower().endswith(".json") or text.lstrip().startswith(("{", "[")):
+        try:
+            doc = json.loads(text)
+            return ([doc], None)
+        except (json.JSONDecodeError, RecursionError) as e:
+            if name.lower().endswith(".json"):
+                msg = getattr(e, "msg", str(e))
+                line = getattr(e, "lineno", 0)
+                return ([], Problem(name, "", "", "", f"JSON syntax error at line {line}: {msg}"))
+            # not JSON after all: YAML flow style; fall through
+    try:
+        return ([d for d in yaml.load_all(text, Loader=_Loader) if d is not None], None)
+    except yaml.YAMLError as e:
+        return ([], _yaml_error(name, e))
+    except (RecursionError, ValueError, OverflowError) as e:
+        return ([], Problem(name, "", "", "", f"YAML could not be read: {type(e).__name__}: {e}"))
+
+
+def _flatten(docs: list[Any]) -> Iterator[Any]:
+    for d in docs:
+        kind = d.get("kind") if isinstance(d, dict) else None
+        if isinstance(kind, str) and kind.endswith("List") and isinstance(d.get("items"), list):
+            yield from _flatten(d["items"])
+        else:
+            yield d
+
+
+_MSGSPEC_PATH = re.compile(r"^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.S)
+_MISSING = re.compile(r"Object missing required field `(?P<field>[^`]+)`")
+
+
+def _value_at(doc: Any, path: str) -> Any:
+    cur = doc
+    for part in re.findall(r"\.([^.\[]+)|\[(\d+)\]", path):
+        key, index = part
+        try:
+            cur = cur[int(index)] if index else cur[key]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return cur
+
+
+def _decode_error(e: msgspec.ValidationError, doc: Any) -> FieldError:
+    """msgspec's `Expected int, got str - at $.spec.x` as a Kubernetes field error."""
+    m = _MSGSPEC_PATH.match(str(e))
+    msg, path = (m.group("msg"), m.group("path") or "") if m else (str(e), "")
+    dotted = path.lstrip(".")
+    missing = _MISSING.match(msg)
+    if missing:
+        return required(f"{dotted}.{missing.group('field')}" if dotted else missing.group("field"))
+    detail = msg.replace("`", "")
+    detail = detail[0].lower() + detail[1:] if detail else detail
+    return invalid(dotted or "<root>", _value_at(doc, path), detail)
+
+
+def _meta(doc: dict[str, Any]) -> tuple[str, str]:
+    meta = doc.get("metadata")
+    if not isinstance(meta, dict):
+        return "", ""
+    ns, name = meta.get("namespace"), meta.get("name")
+    return (ns if isinstance(ns, str) else "", name if isinstance(name, str) else "")
+
+
+def decode(doc: Any, file: str, order: int) -> Loaded | Problem:
+    """Decode one document into its lightkube model, or say why it cannot be."""
+    if not isinstance(doc, dict):
+        return Problem(file, "", "", "", f"document is a {type(doc).__name__}, not a Kubernetes object")
+    kind, api_version = doc.get("kind"), doc.get("apiVersion")
+    ns, name = _meta(doc)
+    if not isinstance(kind, str) or not kind:
+        return Problem(file, "", ns, name, required("kind"))
+    info = KINDS.get(kind)
+    if info is None:
+        return Problem(file, kind, ns, name, not_supported("kind", kind, list(KINDS)))
+    if api_version != info.api_version:
+        if api_version is None:
+            return Problem(file, kind, ns, name, required("apiVersion"))
+        return Problem(file, kind, ns, name, not_supported("apiVersion", api_version, [info.api_version]))
+    try:
+        obj = info.model.from_dict(doc)
+    except msgspec.ValidationError as e:
+        return Problem(file, kind, ns, name, _decode_error(e, doc))
+    except (ValueError, TypeError, OverflowError, RecursionError) as e:
+        return Problem(file, kind, ns, name, f"cannot decode: {e}")
+    return Loaded(obj, info, file, order)
+
+
+def load_documents(docs: Iterable[Any], file: str, start: int = 0) -> LoadResult:
+    """Decode already-parsed documents (dicts), e.g. built in memory by tests or the builder."""
+    result = LoadResult()
+    for i, doc in enumerate(_flatten(list(docs))):
+        item = decode(doc, file, start + i)
+        if isinstance(item, Problem):
+            result.problems.append(item)
+        else:
+            result.objects.append(item)
+    return result
+
+
+def load_paths(paths: Iterable[str]) -> LoadResult:
+    """Load every object from the given files, directories or `-`. Never raises on bad input."""
+    result = LoadResult()
+    for name, error in _files(paths):
+        if error:
+            result.problems.append(Problem(name, "", "", "", error))
+            continue
+        try:
+            text = _read(name)
+        except (OSError, UnicodeDecodeError) as e:
+            reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+            result.problems.append(Problem(name, "", "", "", f"cannot read: {reason}"))
+            continue
+        if "\x00" in text:
+            result.problems.append(Problem(name, "", "", "", "cannot read: binary data (NUL byte)"))
+            continue
+        docs, problem = _parse(name, text)
+        if problem:
+            result.problems.append(problem)
+            continue
+        result.extend(load_documents(docs, name, start=len(result.objects) + len(result.problems)))
+    return result
+
+
+def display_path(name: str) -> str:
+    """A path as given, relative to the working directory when it is below it."""
+    try:
+        rel = os.path.relpath(name)
+    except ValueError:
+        return name
+    return name if rel.startswith("..") else rel
