@@ -115,8 +115,9 @@ def not_supported(field: str, value: Any, supported: list[str]) -> FieldError:
 
 
 def too_many(field: str, actual: int, maximum: int) -> FieldError:
-    """Upstream's field.TooMany: `Too many: 5: must have at most 4 items`."""
-    return FieldError(ErrorType.TOO_MANY, field, actual, f"must have at most {maximum} items")
+    """Upstream's field.TooMany: `Too many: 5: must have at most 4 items` (`1 item` when the limit is 1)."""
+    noun = "item" if maximum == 1 else "items"
+    return FieldError(ErrorType.TOO_MANY, field, actual, f"must have at most {maximum} {noun}")
 
 
 @dataclass(frozen=True, slots=True)

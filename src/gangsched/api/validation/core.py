@@ -1,0 +1,172 @@
+"""Pod, Node, PriorityClass, PodDisruptionBudget and Job: the fields gangsched reads.
+
+Quantities are checked as the API server decodes them (a malformed one is refused with resource.Quantity's
+parse message) and then as ValidateResourceRequirements does (not negative; requests within limits).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import OMIT, FieldError, forbidden, invalid, not_supported
+from ..gates import FeatureGates
+from ..quantity import QuantityError, parse_quantity
+from .common import (
+    HIGHEST_USER_PRIORITY,
+    PREEMPTION_POLICIES,
+    count,
+    disruption_mode,
+    gate_forbidden,
+    label_name,
+    resource_claims,
+    scheduling_constraints,
+    union,
+)
+
+__all__ = ["job_spec", "node", "pod_disruption_budget", "pod_spec", "priority_class"]
+
+_SYSTEM_PREFIX = "system-"
+_SYSTEM_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
+
+
+def _quantity_map(path: str, values: Any) -> list[FieldError]:
+    """Every value of a resource map parses and is not negative."""
+    if not values:
+        return []
+    errors: list[FieldError] = []
+    for name, raw in values.items():
+        where = f"{path}[{name}]"
+        try:
+            value = parse_quantity(raw)
+        except QuantityError as e:
+            errors.append(invalid(where, raw, str(e)))
+            continue
+        if value < 0:
+            errors.append(invalid(where, raw, "must be greater than or equal to 0"))
+    return errors
+
+
+def _containers(path: str, containers: Sequence[Any] | None) -> list[FieldError]:
+    errors: list[FieldError] = []
+    for i, c in enumerate(containers or []):
+        res = c.resources
+        if res is None:
+            continue
+        where = f"{path}[{i}].resources"
+        req_errors = _quantity_map(f"{where}.requests", res.requests)
+        lim_errors = _quantity_map(f"{where}.limits", res.limits)
+        errors += req_errors + lim_errors
+        if req_errors or lim_errors or not res.requests or not res.limits:
+            continue
+        for name, raw in res.requests.items():
+            if name in res.limits and parse_quantity(raw) > parse_quantity(res.limits[name]):
+                errors.append(
+                    invalid(
+                        f"{where}.requests",
+                        raw,
+                        f"must be less than or equal to {name} limit of {res.limits[name]}",
+                    )
+                )
+    return errors
+
+
+def pod_spec(spec: Any, path: str = "spec") -> list[FieldError]:
+    errors = _containers(f"{path}.containers", spec.containers)
+    errors += _containers(f"{path}.initContainers", spec.initContainers)
+    errors += _quantity_map(f"{path}.overhead", spec.overhead)
+    if spec.preemptionPolicy is not None and spec.preemptionPolicy not in PREEMPTION_POLICIES:
+        errors.append(not_supported(f"{path}.preemptionPolicy", spec.preemptionPolicy, PREEMPTION_POLICIES))
+    group = spec.schedulingGroup
+    if group is not None:
+        errors += union(f"{path}.schedulingGroup", {"podGroupName": group.podGroupName})
+        if group.podGroupName:
+            errors += label_name(f"{path}.schedulingGroup.podGroupName", group.podGroupName)
+    return errors
+
+
+def node(obj: Any) -> list[FieldError]:
+    status = obj.status
+    if status is None:
+        return []
+    return _quantity_map("status.capacity", status.capacity) + _quantity_map(
+        "status.allocatable", status.allocatable
+    )
+
+
+def priority_class(pc: Any) -> list[FieldError]:
+    """As upstream's ValidatePriorityClass."""
+    name = pc.metadata.name or ""
+    errors: list[FieldError] = []
+    if name.startswith(_SYSTEM_PREFIX):
+        if _SYSTEM_CLASSES.get(name) != pc.value:
+            errors.append(
+                forbidden(
+                    "metadata.name",
+                    f"priority class names with '{_SYSTEM_PREFIX}' prefix are reserved for system use only. "
+                    f"error: {name} is not a known system priority class",
+                )
+            )
+    elif pc.value > HIGHEST_USER_PRIORITY:
+        errors.append(
+            forbidden("value", f"maximum allowed value of a user defined priority is {HIGHEST_USER_PRIORITY}")
+        )
+    if pc.preemptionPolicy is not None and pc.preemptionPolicy not in PREEMPTION_POLICIES:
+        errors.append(not_supported("preemptionPolicy", pc.preemptionPolicy, PREEMPTION_POLICIES))
+    return errors
+
+
+def pod_disruption_budget(pdb: Any) -> list[FieldError]:
+    spec = pdb.spec
+    if spec is not None and spec.minAvailable is not None and spec.maxUnavailable is not None:
+        return [invalid("spec", OMIT, "minAvailable and maxUnavailable cannot be both set")]
+    return []
+
+
+def _job_scheduling(sched: Any, gates: FeatureGates) -> list[FieldError]:
+    path = "spec.scheduling"
+    if not gates.enabled("WorkloadWithJob"):
+        return [gate_forbidden(path, "WorkloadWithJob")]
+    errors: list[FieldError] = []
+    policy = sched.schedulingPolicy
+    basic = policy is None  # an omitted policy means Basic (the Job controller's default configuration)
+    if policy is not None:
+        policy_errors = union(f"{path}.schedulingPolicy", {"basic": policy.basic, "gang": policy.gang})
+        errors += policy_errors
+        basic = policy.basic is not None and not policy_errors
+        if not policy_errors and policy.gang is not None and policy.gang.minCount is not None:
+            # Optional here (defaults to parallelism), so 0 is a value, not "missing".
+            errors += count(
+                f"{path}.schedulingPolicy.gang.minCount", policy.gang.minCount, zero_is_missing=False
+            )
+    mode_errors = disruption_mode(f"{path}.disruptionMode", sched.disruptionMode)
+    errors += mode_errors
+    if (
+        basic
+        and not mode_errors
+        and sched.disruptionMode is not None
+        and sched.disruptionMode.all is not None
+    ):
+        errors.append(
+            invalid(
+                f"{path}.disruptionMode",
+                "",
+                "the disruptionMode `all` is not supported with the Basic scheduling policy",
+            )
+        )
+    errors += scheduling_constraints(f"{path}.schedulingConstraints", sched.schedulingConstraints, gates)
+    errors += resource_claims(f"{path}.resourceClaims", sched.resourceClaims, gates)
+    return errors
+
+
+def job_spec(spec: Any, gates: FeatureGates) -> list[FieldError]:
+    errors: list[FieldError] = []
+    for field in ("parallelism", "completions", "backoffLimit"):
+        value = getattr(spec, field)
+        if value is not None and value < 0:
+            errors.append(invalid(f"spec.{field}", value, "must be greater than or equal to 0"))
+    if spec.scheduling is not None and gates.enabled("GenericWorkload"):
+        errors += _job_scheduling(spec.scheduling, gates)
+    if spec.template is not None and spec.template.spec is not None:
+        errors += pod_spec(spec.template.spec, "spec.template.spec")
+    return errors
