@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Sequence
 
 import click
+from rich.console import Console
 
 from . import __version__
+from .api.errors import Problem
 from .api.gates import GATE_NAMES, FeatureGateError, FeatureGates
 from .api.inputs import read_inputs
 from .api.loader import display_path
+from .builder.command import build_manifests
+from .report.schedule_output import as_json, as_table, as_yaml
+from .schedule import schedule_objects
 
 GATES_HELP = (
     "Kubernetes-style A=true,B=false. Gates: "
@@ -58,3 +64,68 @@ def validate(paths: Sequence[str], gates: FeatureGates) -> None:
     if result.problems:
         sys.exit(1)
     click.echo(f"{len(result.objects)} objects valid", err=True)
+
+
+@main.command()
+@files_option
+@gates_option
+@click.option("-o", "--output", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True)
+def build(paths: Sequence[str], gates: FeatureGates, output: str) -> None:
+    """Print what Jobs and JobSets expand into, as their controllers would create it: a Job with its
+    Workload, PodGroup and pods; a JobSet with its Workload, CompositePodGroup, one PodGroup and Job per
+    role replica, and pods. Other objects pass through. Output is valid input for validate and schedule."""
+    text, problems = build_manifests(paths, gates, output)
+    for p in problems:
+        click.echo(str(p).replace(p.file, display_path(p.file), 1), err=True)
+    if problems:
+        sys.exit(1)
+    click.echo(text, nl=False)
+
+
+def _fail_on_problems(problems: Sequence[Problem]) -> None:
+    for p in problems:
+        click.echo(str(p).replace(p.file, display_path(p.file), 1), err=True)
+    if problems:
+        sys.exit(1)
+
+
+@main.command()
+@files_option
+@gates_option
+@click.option(
+    "-o", "--output", type=click.Choice(["json", "yaml", "table"]), default="table", show_default=True
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed for tie-breaking between equal nodes."
+)
+@click.option(
+    "--scoring",
+    type=click.Choice(["LeastAllocated", "MostAllocated"]),
+    default="LeastAllocated",
+    show_default=True,
+    help="NodeResourcesFit scoring strategy (upstream default: LeastAllocated).",
+)
+def schedule(paths: Sequence[str], gates: FeatureGates, output: str, seed: int, scoring: str) -> None:
+    """Schedule the given objects until nothing more can change and print the final state.
+
+    Pods with spec.nodeName are already running; objects without creationTimestamp count as created in the
+    order they appear. Nothing is scheduled if any input is invalid (exit 1, one line per problem)."""
+    result = read_inputs(paths, gates)
+    _fail_on_problems(result.problems)
+    store = schedule_objects((item.obj for item in result.objects), gates, seed=seed, scoring=scoring)
+    if output == "json":
+        click.echo(json.dumps(as_json(store), indent=2))
+    elif output == "yaml":
+        click.echo(as_yaml(store), nl=False)
+    else:
+        Console().print(as_table(store))
+
+
+@main.command()
+@click.option("--seed", type=int, default=0, show_default=True)
+def demo(seed: int) -> None:
+    """The 8-GPU story: pod-by-pod vs gang scheduling, side by side, no cluster needed."""
+    from .demo import run_demo
+    from .demo.render import render
+
+    Console().print(render(run_demo(seed=seed)))

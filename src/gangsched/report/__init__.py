@@ -1,0 +1,1 @@
+"""Rendering results: JSON, YAML, tables."""

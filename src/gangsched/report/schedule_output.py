@@ -1,0 +1,98 @@
+"""The output of `gangsched schedule` (DESIGN.md's contract): JSON, YAML to feed back in, or tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from ..api.kinds import KINDS
+from ..store.store import Store
+
+__all__ = ["as_json", "as_table", "as_yaml"]
+
+_Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+def _pod_row(pod: Any) -> dict[str, Any]:
+    status = pod.status
+    scheduled = next(
+        (c for c in ((status.conditions if status else None) or []) if c.type == "PodScheduled"), None
+    )
+    failed = scheduled is not None and scheduled.status == "False" and not pod.spec.nodeName
+    reason = scheduled.reason if scheduled is not None and failed else None
+    message = scheduled.message if scheduled is not None and failed else None
+    return {
+        "namespace": pod.metadata.namespace,
+        "name": pod.metadata.name,
+        "nodeName": pod.spec.nodeName or None,
+        "nominatedNodeName": (status.nominatedNodeName if status else None) or None,
+        "reason": reason,
+        "message": message,
+    }
+
+
+def _group_row(group: Any) -> dict[str, Any]:
+    conditions = (group.status.conditions if group.status else None) or []
+    return {
+        "namespace": group.metadata.namespace,
+        "name": group.metadata.name,
+        "conditions": [
+            {"type": c.type, "status": c.status, "reason": c.reason, "message": c.message} for c in conditions
+        ],
+    }
+
+
+def as_json(store: Store) -> dict[str, Any]:
+    return {
+        "pods": [_pod_row(p) for p in store.list("Pod")],
+        "podGroups": [_group_row(g) for g in store.list("PodGroup")],
+        "compositePodGroups": [_group_row(g) for g in store.list("CompositePodGroup")],
+        "evictions": [
+            {"namespace": e.pod[0], "name": e.pod[1], "preemptor": e.preemptor} for e in store.evictions
+        ],
+        "events": [
+            {"type": e.type, "reason": e.reason, "object": e.object, "message": e.message}
+            for e in store.events
+        ],
+    }
+
+
+def as_yaml(store: Store) -> str:
+    """Every object in its final state, in kind order, as multi-document YAML."""
+    docs = [obj.to_dict() for kind in KINDS for obj in store.list(kind)]
+    return str(yaml.dump_all(docs, Dumper=_Dumper, sort_keys=False, default_flow_style=False))
+
+
+def as_table(store: Store) -> Any:
+    """A rich renderable: pods with their node or reason, then groups with their condition."""
+    from rich.console import Group
+    from rich.table import Table
+
+    pods = Table(title="Pods", show_lines=False)
+    for col in ("NAMESPACE", "POD", "NODE", "REASON", "MESSAGE"):
+        pods.add_column(col, overflow="fold")
+    for row in map(_pod_row, store.list("Pod")):
+        pods.add_row(
+            row["namespace"], row["name"], row["nodeName"] or "-", row["reason"] or "", row["message"] or ""
+        )
+    parts: list[Any] = [pods]
+    for kind, title in (("PodGroup", "PodGroups"), ("CompositePodGroup", "CompositePodGroups")):
+        rows = [_group_row(g) for g in store.list(kind)]
+        if not rows:
+            continue
+        table = Table(title=title)
+        for col in ("NAMESPACE", "NAME", "CONDITION", "STATUS", "REASON", "MESSAGE"):
+            table.add_column(col, overflow="fold")
+        for r in rows:
+            for c in r["conditions"] or [{"type": "-", "status": "", "reason": "", "message": ""}]:
+                table.add_row(r["namespace"], r["name"], c["type"], c["status"], c["reason"], c["message"])
+        parts.append(table)
+    if store.evictions:
+        ev = Table(title="Evictions")
+        for col in ("NAMESPACE", "POD", "PREEMPTOR"):
+            ev.add_column(col)
+        for e in store.evictions:
+            ev.add_row(e.pod[0], e.pod[1], e.preemptor)
+        parts.append(ev)
+    return Group(*parts)

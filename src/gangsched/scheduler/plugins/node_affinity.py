@@ -1,0 +1,78 @@
+"""NodeAffinity: nodeSelector and required node affinity filter; preferred terms score (weight 2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..snapshot import Snapshot
+from . import BoolArray, Rejections
+
+NAME = "NodeAffinity"
+WEIGHT = 2
+REASON = "node(s) didn't match Pod's node affinity/selector"
+
+
+def _requirement(snap: Snapshot, key: str, op: str, values: list[str]) -> BoolArray:
+    codes = snap.label_codes(key)
+    known = snap.label_values.get(key, {})
+    if op in ("In", "NotIn"):
+        wanted = [known[v] for v in values if v in known]
+        hit = np.isin(codes, wanted) if wanted else np.zeros(len(codes), dtype=bool)
+        return hit if op == "In" else ~hit
+    if op == "Exists":
+        return codes >= 0
+    if op == "DoesNotExist":
+        return codes < 0
+    if op in ("Gt", "Lt"):
+        try:
+            bound = int(values[0])
+        except (IndexError, ValueError):
+            return np.zeros(len(codes), dtype=bool)
+        numeric = snap.label_numeric(key)
+        with np.errstate(invalid="ignore"):
+            return numeric > bound if op == "Gt" else numeric < bound
+    return np.zeros(len(codes), dtype=bool)
+
+
+def term_matches(snap: Snapshot, term: Any) -> BoolArray:
+    """A NodeSelectorTerm: all expressions and fields must hold; an empty term matches nothing."""
+    exprs = list(term.matchExpressions or [])
+    fields = list(term.matchFields or [])
+    if not exprs and not fields:
+        return np.zeros(len(snap), dtype=bool)
+    ok = np.ones(len(snap), dtype=bool)
+    for e in exprs:
+        ok &= _requirement(snap, e.key, e.operator, list(e.values or []))
+    for f in fields:
+        ok &= _requirement(snap, "metadata.name", f.operator, list(f.values or []))
+    return ok
+
+
+def filter_nodes(snap: Snapshot, spec: Any) -> Rejections:
+    ok = np.ones(len(snap), dtype=bool)
+    for key, value in (spec.nodeSelector or {}).items():
+        ok &= _requirement(snap, key, "In", [value])
+    na = spec.affinity.nodeAffinity if spec.affinity else None
+    required = na.requiredDuringSchedulingIgnoredDuringExecution if na else None
+    if required is not None:
+        any_term = np.zeros(len(snap), dtype=bool)
+        for term in required.nodeSelectorTerms or []:
+            any_term |= term_matches(snap, term)
+        ok &= any_term
+    return [] if ok.all() else [(~ok, REASON)]
+
+
+def preferred_weights(snap: Snapshot, spec: Any) -> npt.NDArray[np.int64] | None:
+    """Per node, the summed weight of matching preferred terms; None when the pod has none."""
+    na = spec.affinity.nodeAffinity if spec.affinity else None
+    terms = (na.preferredDuringSchedulingIgnoredDuringExecution or []) if na else []
+    if not terms:
+        return None
+    total = np.zeros(len(snap), dtype=np.int64)
+    for t in terms:
+        if t.weight:
+            total += np.where(term_matches(snap, t.preference), t.weight, 0)
+    return total

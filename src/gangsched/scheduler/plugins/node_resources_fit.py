@@ -1,0 +1,56 @@
+"""NodeResourcesFit: requests must fit in allocatable minus requested; LeastAllocated (default) or
+MostAllocated scoring over cpu and memory with weight 1 each, in upstream's integer arithmetic."""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from ..snapshot import CPU, MEMORY, PODS, PodVector, Snapshot
+from . import BoolArray
+
+NAME = "NodeResourcesFit"
+WEIGHT = 1
+MAX_SCORE = 100
+Int64Array = npt.NDArray[np.int64]
+
+
+def fits(snap: Snapshot, vec: PodVector, cols: npt.NDArray[np.intp] | slice = slice(None)) -> BoolArray:
+    free = snap.alloc[:, cols] - snap.used[:, cols]
+    ok: BoolArray = np.ones(free.shape[1], dtype=bool)
+    for row, v in vec.rows:
+        ok &= free[row] >= v
+    return ok
+
+
+def reasons(snap: Snapshot, vec: PodVector, node: int) -> list[str]:
+    """Why `vec` does not fit on `node`, as upstream words it (pods first, then each resource)."""
+    out = []
+    for row, v in vec.rows:
+        if snap.alloc[row, node] - snap.used[row, node] < v:
+            out.append("Too many pods" if row == PODS else f"Insufficient {snap.resources[row]}")
+    return sorted(out, key=lambda r: r != "Too many pods")
+
+
+def _requested(snap: Snapshot, vec: PodVector, cols: npt.NDArray[np.intp] | slice) -> tuple[Int64Array, ...]:
+    cpu = snap.nonzero_used[0, cols] + vec.nonzero_cpu
+    mem = snap.nonzero_used[1, cols] + vec.nonzero_mem
+    return cpu, mem
+
+
+def least_allocated(snap: Snapshot, vec: PodVector, cols: npt.NDArray[np.intp] | slice) -> Int64Array:
+    total = np.zeros(snap.alloc[CPU, cols].shape, dtype=np.int64)
+    for row, req in zip((CPU, MEMORY), _requested(snap, vec, cols), strict=True):
+        cap = snap.alloc[row, cols]
+        safe = np.maximum(cap, 1)
+        total += np.where((cap > 0) & (req <= cap), (cap - req) * MAX_SCORE // safe, 0)
+    return total // 2
+
+
+def most_allocated(snap: Snapshot, vec: PodVector, cols: npt.NDArray[np.intp] | slice) -> Int64Array:
+    total = np.zeros(snap.alloc[CPU, cols].shape, dtype=np.int64)
+    for row, req in zip((CPU, MEMORY), _requested(snap, vec, cols), strict=True):
+        cap = snap.alloc[row, cols]
+        safe = np.maximum(cap, 1)
+        total += np.where(cap > 0, np.minimum(req, cap) * MAX_SCORE // safe, 0)
+    return total // 2

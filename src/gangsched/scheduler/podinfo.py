@@ -1,0 +1,77 @@
+"""What the scheduler needs to know about a pod, computed once per pod."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from .resources import nonzero_requests, pod_requests
+
+__all__ = ["PodInfo", "PodKey", "pod_info"]
+
+PodKey = tuple[str, str]
+
+
+@dataclass(slots=True, eq=False)
+class PodInfo:
+    """A pod as scheduled: identity, priority, requests and an equivalence signature.
+
+    Pods with the same `signature` get the same filter and score results on the same snapshot, so a group of
+    identical workers is evaluated once per node change rather than once per pod.
+    """
+
+    key: PodKey
+    pod: Any
+    order: int
+    priority: int
+    requests: dict[str, int]
+    nonzero: tuple[int, int]
+    signature: str
+    group: tuple[str, str] | None
+    scheduler_name: str
+    preemption_policy: str
+
+    @property
+    def node_name(self) -> str | None:
+        node: str | None = self.pod.spec.nodeName
+        return node or None
+
+    @property
+    def name(self) -> str:
+        return f"{self.key[0]}/{self.key[1]}"
+
+
+def _signature(spec: Any, requests: dict[str, int]) -> str:
+    affinity = spec.affinity.nodeAffinity.to_dict() if spec.affinity and spec.affinity.nodeAffinity else None
+    return json.dumps(
+        [
+            sorted(requests.items()),
+            spec.nodeSelector or {},
+            affinity,
+            [t.to_dict() for t in spec.tolerations or []],
+        ],
+        sort_keys=True,
+    )
+
+
+def pod_info(pod: Any, order: int, use_groups: bool = True) -> PodInfo:
+    """PodInfo for a defaulted, valid pod; `use_groups=False` ignores schedulingGroup (gate off)."""
+    spec = pod.spec
+    meta = pod.metadata
+    requests = pod_requests(spec)
+    group = None
+    if use_groups and spec.schedulingGroup is not None and spec.schedulingGroup.podGroupName:
+        group = (meta.namespace, spec.schedulingGroup.podGroupName)
+    return PodInfo(
+        key=(meta.namespace, meta.name),
+        pod=pod,
+        order=order,
+        priority=spec.priority or 0,
+        requests=requests,
+        nonzero=nonzero_requests(spec),
+        signature=_signature(spec, requests),
+        group=group,
+        scheduler_name=spec.schedulerName or "default-scheduler",
+        preemption_policy=spec.preemptionPolicy or "PreemptLowerPriority",
+    )

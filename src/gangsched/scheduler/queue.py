@@ -1,0 +1,138 @@
+"""The scheduling queue of roots (standalone pods, PodGroups, root CompositePodGroups), spec §2.
+
+A root is in exactly one place: active (ready to try, ordered by priority then timestamp), backoff (tried and
+failed; ready again at `ready_at`), unschedulable (failed; waits for an event that may help) or absent.
+Gating (PreEnqueue) is decided by the scheduler, which simply does not add a gated root.
+Time is passed in (a virtual clock in the CLI and the simulator, wall time live), never read here.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass, field
+
+__all__ = ["QueuedRoot", "RootKey", "SchedulingQueue", "backoff_seconds"]
+
+RootKey = tuple[str, str, str]  # (kind, namespace, name)
+
+INITIAL_BACKOFF = 1.0
+MAX_BACKOFF = 10.0
+
+
+def backoff_seconds(attempts: int, group_size: int) -> float:
+    """min(1s * 2^(attempts-1), 10s * sqrt(groupSize)), spec §2."""
+    if attempts <= 0:
+        return 0.0
+    return float(
+        min(INITIAL_BACKOFF * 2 ** min(attempts - 1, 60), MAX_BACKOFF * math.sqrt(max(group_size, 1)))
+    )
+
+
+@dataclass(slots=True)
+class QueuedRoot:
+    key: RootKey
+    priority: int
+    timestamp: tuple[float, int]
+    attempts: int = 0
+    ready_at: float = 0.0
+    state: str = "active"
+    seq: int = field(default=0)
+
+    def sort_key(self) -> tuple[int, tuple[float, int], int]:
+        return (-self.priority, self.timestamp, self.seq)
+
+
+class SchedulingQueue:
+    """Priority queue of roots with backoff and an unschedulable pool. Not thread-safe."""
+
+    def __init__(self) -> None:
+        self._roots: dict[RootKey, QueuedRoot] = {}
+        self._active: list[tuple[tuple[int, tuple[float, int], int], RootKey]] = []
+        self._backoff: list[tuple[float, int, RootKey]] = []
+        self._seq = 0
+
+    def __contains__(self, key: RootKey) -> bool:
+        return key in self._roots
+
+    def get(self, key: RootKey) -> QueuedRoot | None:
+        return self._roots.get(key)
+
+    def add(self, key: RootKey, priority: int, timestamp: tuple[float, int]) -> None:
+        """Make `key` active (new roots), keeping attempts and timestamp of a root already known."""
+        root = self._roots.get(key)
+        if root is None:
+            self._seq += 1
+            root = QueuedRoot(key, priority, timestamp, seq=self._seq)
+            self._roots[key] = root
+        elif root.state == "active":
+            return
+        root.priority = priority
+        if root.attempts:
+            self._to_backoff(root)
+        else:
+            root.state = "active"
+            heapq.heappush(self._active, (root.sort_key(), key))
+
+    def _to_backoff(self, root: QueuedRoot) -> None:
+        root.state = "backoff"
+        heapq.heappush(self._backoff, (root.ready_at, root.seq, root.key))
+
+    def remove(self, key: RootKey) -> None:
+        self._roots.pop(key, None)  # stale heap entries are skipped on pop
+
+    def requeue_failed(self, key: RootKey, now: float, group_size: int, keep_timestamp: bool = True) -> None:
+        """After a failed attempt: the root waits in the unschedulable pool for a helpful event."""
+        root = self._roots.get(key)
+        if root is None:
+            return
+        root.attempts += 1
+        root.ready_at = now + backoff_seconds(root.attempts, group_size)
+        root.state = "unschedulable"
+
+    def move_to_active(self, key: RootKey) -> None:
+        """An event that may help `key`: from the unschedulable pool to backoff (or active once ready)."""
+        root = self._roots.get(key)
+        if root is not None and root.state == "unschedulable":
+            self._to_backoff(root)
+
+    def move_all_to_active(self) -> None:
+        for root in self._roots.values():
+            if root.state == "unschedulable":
+                self._to_backoff(root)
+
+    def _flush_backoff(self, now: float) -> None:
+        while self._backoff and self._backoff[0][0] <= now:
+            ready_at, _, key = heapq.heappop(self._backoff)
+            root = self._roots.get(key)
+            if root is not None and root.state == "backoff" and root.ready_at == ready_at:
+                root.state = "active"
+                heapq.heappush(self._active, (root.sort_key(), key))
+
+    def pop(self, now: float) -> QueuedRoot | None:
+        """The most important ready root, or None."""
+        self._flush_backoff(now)
+        while self._active:
+            sort_key, key = heapq.heappop(self._active)
+            root = self._roots.get(key)
+            if root is not None and root.state == "active" and root.sort_key() == sort_key:
+                root.state = "in-flight"
+                return root
+        return None
+
+    def next_ready_at(self) -> float | None:
+        """When the earliest root in backoff becomes ready; None if none is waiting on time."""
+        while self._backoff:
+            ready_at, _, key = self._backoff[0]
+            root = self._roots.get(key)
+            if root is not None and root.state == "backoff" and root.ready_at == ready_at:
+                return ready_at
+            heapq.heappop(self._backoff)
+        return None
+
+    def pending(self) -> dict[str, int]:
+        """Roots per state, for metrics and tests."""
+        out: dict[str, int] = {}
+        for r in self._roots.values():
+            out[r.state] = out.get(r.state, 0) + 1
+        return out

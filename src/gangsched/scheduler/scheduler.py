@@ -1,0 +1,310 @@
+"""The scheduler: keeps the queue and the node snapshot in step with the store, runs one cycle at a time and
+returns what it decided. It never writes to the store; `run_until_stable` or the live loop apply Decisions.
+
+    store = Store(); store.add_all(objects)
+    scheduler = Scheduler(store, FeatureGates(), seed=0)
+    run_until_stable(store, scheduler)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..api.gates import FeatureGates
+from ..store.change import Change
+from .cycle import Code, GroupAttempt, GroupResult, run_group_cycle
+from .decision import Binding, Condition, ConditionChange, Decision, Notice
+from .evaluator import Evaluator
+from .podinfo import PodInfo, PodKey, pod_info
+from .queue import QueuedRoot, RootKey, SchedulingQueue
+from .snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from ..store.store import Store
+
+__all__ = ["Profile", "Scheduler", "run_until_stable"]
+
+POD_SCHEDULED = "PodScheduled"
+GROUP_SCHEDULED = "PodGroupInitiallyScheduled"
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """Which pods are ours and how nodes are scored; `scheduler_names=None` takes every pod (CLI, sim)."""
+
+    scheduler_names: frozenset[str] | None = None
+    scoring: str = "LeastAllocated"
+
+
+def _min_count(pg: Any) -> tuple[bool, int]:
+    gang = pg.spec.schedulingPolicy.gang
+    return (True, int(gang.minCount)) if gang is not None else (False, 1)
+
+
+class Scheduler:
+    """One scheduler over one store. Deterministic for a given seed and sequence of store changes."""
+
+    def __init__(self, store: Store, gates: FeatureGates, *, seed: int = 0, profile: Profile = Profile()):
+        self.store = store
+        self.gates = gates
+        self.profile = profile
+        self.rng = np.random.default_rng(seed)
+        self.queue = SchedulingQueue()
+        self._snap: Snapshot | None = None
+        self._ev: Evaluator | None = None
+        self._pods: dict[PodKey, PodInfo] = {}
+        self._members: dict[tuple[str, str], set[PodKey]] = {}
+        self._gated: dict[PodKey, str] = {}
+        self._outbox = Decision()
+        self._order = 0
+        self.cycles = 0
+        for kind in ("Node", "PodGroup", "Pod"):
+            for obj in store.list(kind):
+                self._on_change(Change("add", kind, (obj.metadata.namespace or "", obj.metadata.name), obj))
+        store.subscribe(self._on_change)
+
+    # --- keeping in step with the store -------------------------------------------------------------------
+    @property
+    def use_groups(self) -> bool:
+        return self.gates.generic_workload
+
+    def _ours(self, pi: PodInfo) -> bool:
+        names = self.profile.scheduler_names
+        return names is None or pi.scheduler_name in names
+
+    def _root_of(self, pi: PodInfo) -> RootKey:
+        if pi.group is not None:
+            return ("PodGroup", *pi.group)
+        return ("Pod", *pi.key)
+
+    def _on_change(self, change: Change) -> None:
+        if change.kind == "Node":
+            self._snap = self._ev = None
+            self.queue.move_all_to_active()
+        elif change.kind == "Pod":
+            self._on_pod(change)
+        elif change.kind == "PodGroup" and self.use_groups:
+            self._on_pod_group(change)
+
+    def _on_pod(self, change: Change) -> None:
+        key, pod = change.key, change.obj
+        if change.action == "delete":
+            pi = self._pods.pop(key, None)
+            self._gated.pop(key, None)
+            if self._snap is not None:
+                self._snap.remove(key)
+            if pi is not None and pi.group is not None:
+                self._members.get(pi.group, set()).discard(key)
+            self.queue.remove(("Pod", *key))
+            self.queue.move_all_to_active()  # freed resources may help anyone
+            return
+        pi = self._pods.get(key)
+        if pi is None:
+            self._order += 1
+            pi = pod_info(pod, self._order, self.use_groups)
+            self._pods[key] = pi
+            if pi.group is not None:
+                self._members.setdefault(pi.group, set()).add(key)
+        bound = bool(pod.spec.nodeName)
+        terminal = pod.status is not None and pod.status.phase in TERMINAL_PHASES
+        if self._snap is not None:
+            if bound and not terminal and key not in self._snap.placed:
+                node = self._snap.index.get(pod.spec.nodeName)
+                if node is not None:
+                    self._snap.place(key, node, self._evaluator().vector(pi))
+            elif terminal:
+                self._snap.remove(key)
+        if change.action == "add" and pi.group is not None:
+            self._regate(pi.group)
+        elif not bound and not terminal and self._ours(pi):
+            self._admit(pi)
+
+    def _on_pod_group(self, change: Change) -> None:
+        group = change.key
+        if change.action == "update" and change.old is not None:
+            old_gang, old_min = _min_count(change.old)
+            new_gang, new_min = _min_count(change.obj)
+            if old_gang and new_gang and new_min < old_min:
+                self.queue.move_to_active(("PodGroup", *group))
+        self._regate(group)
+
+    def _gate_message(self, pi: PodInfo) -> str | None:
+        """PreEnqueue: why the pod may not enter the queue yet (upstream's messages), or None."""
+        if pi.group is None:
+            return None
+        pg = self.store.get("PodGroup", pi.group)
+        if pg is None:
+            return f'waiting for pod\'s pod group "{pi.group[1]}" to appear in scheduling queue'
+        gang, min_count = _min_count(pg)
+        if gang and len(self._members.get(pi.group, ())) < min_count:
+            return "waiting for minCount pods from a gang to appear in scheduling queue"
+        return None
+
+    def _pending(self, pi: PodInfo) -> bool:
+        pod = pi.pod
+        return not pod.spec.nodeName and not (pod.status is not None and pod.status.phase in TERMINAL_PHASES)
+
+    def _regate(self, group: tuple[str, str]) -> None:
+        for key in sorted(self._members.get(group, ()), key=lambda k: self._pods[k].order):
+            pi = self._pods[key]
+            if self._pending(pi) and self._ours(pi):
+                self._admit(pi)
+
+    def _admit(self, pi: PodInfo) -> None:
+        message = self._gate_message(pi)
+        if message is not None:
+            if self._gated.get(pi.key) != message:
+                self._gated[pi.key] = message
+                self._outbox.conditions.append(
+                    ConditionChange(
+                        "Pod", pi.key, Condition(POD_SCHEDULED, "False", "SchedulingGated", message)
+                    )
+                )
+            return
+        self._gated.pop(pi.key, None)
+        root = self._root_of(pi)
+        kind = root[0]
+        priority = pi.priority
+        if kind == "PodGroup":
+            pg = self.store.get("PodGroup", (root[1], root[2]))
+            priority = int(pg.spec.priority or 0) if pg is not None else priority
+        timestamp = self.store.timestamp(kind, (root[1], root[2]))
+        if root in self.queue:
+            self.queue.move_to_active(root)
+        else:
+            self.queue.add(root, priority, timestamp)
+
+    # --- cycles ---------------------------------------------------------------------------------------------
+    def _evaluator(self) -> Evaluator:
+        if self._ev is None:
+            snap = Snapshot(self.store.list("Node"))
+            self._snap = snap
+            self._ev = Evaluator(snap, self.rng, self.profile.scoring)
+            for key, pi in self._pods.items():
+                pod = pi.pod
+                if pod.spec.nodeName and not (pod.status is not None and pod.status.phase in TERMINAL_PHASES):
+                    node = snap.index.get(pod.spec.nodeName)
+                    if node is not None:
+                        snap.place(key, node, self._ev.vector(pi))
+        return self._ev
+
+    def schedule_one(self, now: float = 0.0) -> Decision | None:
+        """Run the next cycle. Returns what changed (including gating notices), or None when idle."""
+        decision, self._outbox = self._outbox, Decision()
+        root = self.queue.pop(now)
+        if root is not None:
+            self.cycles += 1
+            decision.extend(self._cycle(root, now))
+        return decision if (decision or root is not None) else None
+
+    def _cycle(self, root: QueuedRoot, now: float) -> Decision:
+        kind, ns, name = root.key
+        if kind == "Pod":
+            pi = self._pods.get((ns, name))
+            if pi is None or not self._pending(pi):
+                self.queue.remove(root.key)
+                return Decision()
+            attempt = GroupAttempt(min_count=1, gang=False, scheduled=0, pods=[pi])
+            result = run_group_cycle(self._evaluator(), attempt)
+            return self._finish(root, None, [pi], result, now)
+        pg = self.store.get("PodGroup", (ns, name))
+        members = [self._pods[k] for k in self._members.get((ns, name), ())]
+        pending = sorted(
+            (pi for pi in members if self._pending(pi) and pi.key not in self._gated and self._ours(pi)),
+            key=lambda pi: (-pi.priority, pi.order),
+        )
+        if pg is None or not pending:
+            self.queue.remove(root.key)
+            return Decision()
+        error = self._consistency_error(pg, pending)
+        if error:
+            return self._finish(root, pg, pending, GroupResult(Code.ERROR, error), now)
+        gang, min_count = _min_count(pg)
+        scheduled = sum(1 for pi in members if pi.pod.spec.nodeName)
+        attempt = GroupAttempt(min_count=min_count, gang=gang, scheduled=scheduled, pods=pending)
+        return self._finish(root, pg, pending, run_group_cycle(self._evaluator(), attempt), now)
+
+    def _consistency_error(self, pg: Any, pods: list[PodInfo]) -> str | None:
+        """All pods of a group share schedulerName and the group's priority and preemption policy."""
+        names = sorted({pi.scheduler_name for pi in pods})
+        if len(names) > 1:
+            return f"pods of pod group {pg.metadata.name!r} use different schedulers: {', '.join(names)}"
+        for pi in pods:
+            if pi.priority != (pg.spec.priority or 0):
+                return (
+                    f"pod {pi.key[1]!r} has priority {pi.priority} but its pod group "
+                    f"{pg.metadata.name!r} has priority {pg.spec.priority or 0}"
+                )
+            if pi.preemption_policy != (pg.spec.preemptionPolicy or "PreemptLowerPriority"):
+                return (
+                    f"pod {pi.key[1]!r} has preemptionPolicy {pi.preemption_policy} but its pod group "
+                    f"{pg.metadata.name!r} has {pg.spec.preemptionPolicy}"
+                )
+        return None
+
+    def _finish(
+        self, root: QueuedRoot, pg: Any, pods: list[PodInfo], result: GroupResult, now: float
+    ) -> Decision:
+        d = Decision()
+        placed = {pi.key for pi, _ in result.placed}
+        assert self._snap is not None or not placed
+        for pi, node in result.placed:
+            node_name = self._snap.node_names[node] if self._snap is not None else ""
+            d.bindings.append(Binding(pi.key, node_name))
+            d.events.append(
+                Notice(
+                    "Normal", "Scheduled", f"Pod {pi.name}", f"Successfully assigned {pi.name} to {node_name}"
+                )
+            )
+        for pi in pods:
+            if pi.key in placed:
+                continue
+            message = result.failures.get(pi.key) or result.message
+            reason = "SchedulerError" if result.code == Code.ERROR else "Unschedulable"
+            d.conditions.append(
+                ConditionChange("Pod", pi.key, Condition(POD_SCHEDULED, "False", reason, message))
+            )
+            d.events.append(Notice("Warning", "FailedScheduling", f"Pod {pi.name}", message))
+        if pg is not None:
+            self._group_condition(d, pg, result)
+        if result.code == Code.SUCCESS and len(placed) == len(pods):
+            self.queue.remove(root.key)
+        else:
+            self.queue.requeue_failed(root.key, now, len(pods))
+        return d
+
+    def _group_condition(self, d: Decision, pg: Any, result: GroupResult) -> None:
+        key = (pg.metadata.namespace or "", pg.metadata.name)
+        current = next(
+            (c for c in ((pg.status.conditions if pg.status else None) or []) if c.type == GROUP_SCHEDULED),
+            None,
+        )
+        if current is not None and current.status == "True":
+            return  # PodGroupInitiallyScheduled never goes back from True
+        if result.code == Code.SUCCESS:
+            condition = Condition(GROUP_SCHEDULED, "True", "Scheduled", "")
+        elif result.code == Code.ERROR:
+            condition = Condition(GROUP_SCHEDULED, "False", "SchedulerError", result.message)
+        else:
+            condition = Condition(GROUP_SCHEDULED, "False", "Unschedulable", result.message)
+        d.conditions.append(ConditionChange("PodGroup", key, condition))
+
+
+def run_until_stable(store: Store, scheduler: Scheduler, *, max_cycles: int = 10_000_000) -> float:
+    """Schedule and apply until nothing can change; returns the virtual time reached (backoffs waited)."""
+    now = 0.0
+    store.clock = lambda: now  # conditions are stamped with the virtual time reached
+    for _ in range(max_cycles):
+        decision = scheduler.schedule_one(now)
+        if decision is None:
+            ready = scheduler.queue.next_ready_at()
+            if ready is None:
+                return now
+            now = max(now, ready)
+            continue
+        store.apply(decision)
+    raise RuntimeError(f"scheduler did not settle within {max_cycles} cycles")

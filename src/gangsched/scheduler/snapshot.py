@@ -1,0 +1,192 @@
+"""The cluster as numpy arrays over nodes: what one scheduling cycle reads and tentatively changes.
+
+Rows of `alloc` / `used` are resources (cpu, memory, pods, ephemeral-storage, then extended resources such as
+nvidia.com/gpu, added as they are first seen), columns are nodes, values integer milli-units (pods: count x
+1000). Node labels are integer codes per key (-1: label absent), taints are grouped into distinct taint sets
+so that a pod's tolerations are checked once per set, not once per node.
+
+Every change to a node's usage is appended to `changed`, so per-pod caches can refresh just those columns.
+`place` returns its undo, as upstream's AssumeAndReserveInSnapshot returns a revert function.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ..api.quantity import QuantityError, milli
+
+__all__ = ["BASE_RESOURCES", "PodVector", "Snapshot", "Taint"]
+
+BASE_RESOURCES = ("cpu", "memory", "pods", "ephemeral-storage")
+CPU, MEMORY, PODS = 0, 1, 2
+# kubelet's default --max-pods, for Node objects written by hand without allocatable pods.
+DEFAULT_MAX_PODS = 110
+
+Int64Array = npt.NDArray[np.int64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+
+@dataclass(frozen=True, slots=True)
+class PodVector:
+    """What a pod takes from a node: (row, milli) pairs plus non-zero cpu/memory for scoring."""
+
+    rows: tuple[tuple[int, int], ...]
+    nonzero_cpu: int
+    nonzero_mem: int
+
+
+def _allocatable(node: Any) -> dict[str, int]:
+    status = node.status
+    raw = (status.allocatable or status.capacity or {}) if status else {}
+    out: dict[str, int] = {}
+    for name, value in raw.items():
+        try:
+            out[name] = milli(value)
+        except QuantityError:
+            continue  # validation reports it; the node simply offers none of it
+    out.setdefault("pods", DEFAULT_MAX_PODS * 1000)
+    return out
+
+
+class Snapshot:
+    """Node state for scheduling. Mutated only through `place` / `remove` (and their undos)."""
+
+    def __init__(self, nodes: Iterable[Any]) -> None:
+        nodes = list(nodes)
+        self.node_names: list[str] = [n.metadata.name for n in nodes]
+        self.index: dict[str, int] = {name: i for i, name in enumerate(self.node_names)}
+        n = len(nodes)
+        self.resources: list[str] = list(BASE_RESOURCES)
+        self.rindex: dict[str, int] = {r: i for i, r in enumerate(self.resources)}
+        allocs = [_allocatable(node) for node in nodes]
+        for a in allocs:
+            for r in a:
+                self._row(r, grow=False)
+        self.alloc: Int64Array = np.zeros((len(self.resources), n), dtype=np.int64)
+        for j, a in enumerate(allocs):
+            for r, v in a.items():
+                self.alloc[self.rindex[r], j] = v
+        self.used: Int64Array = np.zeros_like(self.alloc)
+        self.nonzero_used: Int64Array = np.zeros((2, n), dtype=np.int64)
+        self.unschedulable: BoolArray = np.array(
+            [bool(node.spec and node.spec.unschedulable) for node in nodes], dtype=bool
+        )
+        self._init_labels(nodes)
+        self._init_taints(nodes)
+        self.changed: list[int] = []
+        # pod key -> (node index, vector) for every pod counted in `used` (bound, assumed or reserved).
+        self.placed: dict[tuple[str, str], tuple[int, PodVector]] = {}
+
+    # --- resources -------------------------------------------------------------------------------------
+    def _row(self, resource: str, grow: bool = True) -> int:
+        row = self.rindex.get(resource)
+        if row is None:
+            row = len(self.resources)
+            self.resources.append(resource)
+            self.rindex[resource] = row
+            if grow:  # a resource no node offers: a row of zeros, so pods asking for it never fit
+                zeros = np.zeros((1, self.alloc.shape[1]), dtype=np.int64)
+                self.alloc = np.vstack([self.alloc, zeros])
+                self.used = np.vstack([self.used, zeros])
+        return row
+
+    def vector(self, requests: dict[str, int], nonzero: tuple[int, int]) -> PodVector:
+        rows = [(self._row(r), v) for r, v in requests.items() if v and r != "pods"]
+        rows.append((PODS, 1000))
+        return PodVector(tuple(sorted(rows)), nonzero[0], nonzero[1])
+
+    # --- labels and taints -----------------------------------------------------------------------------
+    def _init_labels(self, nodes: list[Any]) -> None:
+        self.label_values: dict[str, dict[str, int]] = {}
+        per_key: dict[str, list[int]] = {}
+        n = len(nodes)
+        for j, node in enumerate(nodes):
+            labels = dict((node.metadata.labels or {}) if node.metadata else {})
+            labels.setdefault("kubernetes.io/hostname", node.metadata.name)
+            labels["metadata.name"] = node.metadata.name  # for matchFields
+            for key, value in labels.items():
+                codes = self.label_values.setdefault(key, {})
+                code = codes.setdefault(value, len(codes))
+                per_key.setdefault(key, [-1] * n)[j] = code
+        self.labels: dict[str, npt.NDArray[np.int32]] = {
+            k: np.array(v, dtype=np.int32) for k, v in per_key.items()
+        }
+        self._numeric: dict[str, npt.NDArray[np.float64]] = {}
+
+    def label_codes(self, key: str) -> npt.NDArray[np.int32]:
+        codes = self.labels.get(key)
+        return codes if codes is not None else np.full(len(self.node_names), -1, dtype=np.int32)
+
+    def label_numeric(self, key: str) -> npt.NDArray[np.float64]:
+        """Label values parsed as integers (NaN where absent or not an integer), for Gt / Lt."""
+        cached = self._numeric.get(key)
+        if cached is None:
+            table = np.full(len(self.label_values.get(key, {})) + 1, np.nan)
+            for value, code in self.label_values.get(key, {}).items():
+                with contextlib.suppress(ValueError):
+                    table[code] = int(value)
+            cached = table[self.label_codes(key)]  # code -1 picks the trailing NaN
+            self._numeric[key] = cached
+        return cached
+
+    def _init_taints(self, nodes: list[Any]) -> None:
+        sets: dict[tuple[Taint, ...], int] = {}
+        ids = []
+        for node in nodes:
+            taints = tuple(
+                Taint(t.key, t.value or "", t.effect) for t in ((node.spec.taints or []) if node.spec else [])
+            )
+            ids.append(sets.setdefault(taints, len(sets)))
+        self.taint_sets: list[tuple[Taint, ...]] = list(sets)
+        self.taint_set_of: npt.NDArray[np.int32] = np.array(ids, dtype=np.int32)
+
+    # --- usage ---------------------------------------------------------------------------------------------
+    def place(self, key: tuple[str, str], node: int, vec: PodVector) -> Callable[[], None]:
+        """Count `key` on `node`; returns the undo."""
+        for row, v in vec.rows:
+            self.used[row, node] += v
+        self.nonzero_used[0, node] += vec.nonzero_cpu
+        self.nonzero_used[1, node] += vec.nonzero_mem
+        self.placed[key] = (node, vec)
+        self.changed.append(node)
+
+        def undo() -> None:
+            self.remove(key)
+
+        return undo
+
+    def remove(self, key: tuple[str, str]) -> Callable[[], None]:
+        """Stop counting `key` (no-op if not placed); returns the undo."""
+        entry = self.placed.pop(key, None)
+        if entry is None:
+            return lambda: None
+        node, vec = entry
+        for row, v in vec.rows:
+            self.used[row, node] -= v
+        self.nonzero_used[0, node] -= vec.nonzero_cpu
+        self.nonzero_used[1, node] -= vec.nonzero_mem
+        self.changed.append(node)
+
+        def undo() -> None:
+            self.place(key, node, vec)
+
+        return undo
+
+    def free(self) -> Int64Array:
+        return self.alloc - self.used
+
+    def __len__(self) -> int:
+        return len(self.node_names)

@@ -1,0 +1,164 @@
+"""In-memory object store with change events: the face the CLI, the simulator and (later) the live informer
+cache all offer the scheduler. It applies Decisions; it decides nothing."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from lightkube.models import core_v1, meta_v1, scheduling_v1alpha3, scheduling_v1beta1
+
+from ..api.kinds import kind_info
+from ..scheduler.decision import Condition, Decision, Eviction, Notice
+from .change import Change, Key
+
+__all__ = ["Change", "Store"]
+
+EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+
+def key_of(obj: Any) -> Key:
+    return (obj.metadata.namespace or "", obj.metadata.name)
+
+
+class Store:
+    """Objects by kind and key, in first-seen order, with listeners called on every change."""
+
+    def __init__(self, clock: Callable[[], float] = lambda: 0.0) -> None:
+        self._objects: dict[str, dict[Key, Any]] = {}
+        self._order: dict[tuple[str, Key], int] = {}
+        self._listeners: list[Callable[[Change], None]] = []
+        self._seq = 0
+        self.clock = clock
+        self.events: list[Notice] = []
+        self.evictions: list[Eviction] = []
+
+    # --- reading ------------------------------------------------------------------------------------------
+    def get(self, kind: str, key: Key) -> Any | None:
+        return self._objects.get(kind, {}).get(key)
+
+    def list(self, kind: str) -> Iterator[Any]:
+        return iter(list(self._objects.get(kind, {}).values()))
+
+    def count(self, kind: str) -> int:
+        return len(self._objects.get(kind, {}))
+
+    def order(self, kind: str, key: Key) -> int:
+        """First-seen order: breaks ties in the queue as creation time does upstream."""
+        return self._order.get((kind, key), 0)
+
+    def timestamp(self, kind: str, key: Key) -> tuple[float, int]:
+        obj = self.get(kind, key)
+        created = obj.metadata.creationTimestamp if obj is not None and obj.metadata else None
+        seconds = created.timestamp() if isinstance(created, dt.datetime) else 0.0
+        return (seconds, self.order(kind, key))
+
+    # --- writing ------------------------------------------------------------------------------------------
+    def subscribe(self, listener: Callable[[Change], None]) -> None:
+        self._listeners.append(listener)
+
+    def _emit(self, change: Change) -> None:
+        for listener in self._listeners:
+            listener(change)
+
+    def add(self, obj: Any) -> None:
+        """Add or replace an object; replacing emits an update carrying the old object."""
+        kind = kind_info(obj).kind
+        key = key_of(obj)
+        bucket = self._objects.setdefault(kind, {})
+        old = bucket.get(key)
+        bucket[key] = obj
+        if old is None:
+            self._seq += 1
+            self._order[(kind, key)] = self._seq
+        self._emit(Change("add" if old is None else "update", kind, key, obj, old))
+
+    def add_all(self, objects: Iterable[Any]) -> None:
+        for obj in objects:
+            self.add(obj)
+
+    def delete(self, kind: str, key: Key) -> Any | None:
+        obj = self._objects.get(kind, {}).pop(key, None)
+        if obj is not None:
+            self._emit(Change("delete", kind, key, obj))
+        return obj
+
+    # --- applying decisions -------------------------------------------------------------------------------
+    def _now(self) -> dt.datetime:
+        return EPOCH + dt.timedelta(seconds=self.clock())
+
+    def _set_pod_condition(self, pod: Any, c: Condition) -> None:
+        if pod.status is None:
+            pod.status = core_v1.PodStatus()
+        conditions = [x for x in (pod.status.conditions or []) if x.type != c.type]
+        previous = next((x for x in (pod.status.conditions or []) if x.type == c.type), None)
+        changed = previous is None or previous.status != c.status
+        conditions.append(
+            core_v1.PodCondition(
+                type=c.type,
+                status=c.status,
+                reason=c.reason or None,
+                message=c.message or None,
+                lastTransitionTime=self._now()
+                if previous is None or changed
+                else previous.lastTransitionTime,
+            )
+        )
+        pod.status.conditions = conditions
+
+    def _set_group_condition(self, group: Any, c: Condition) -> None:
+        conditions = list((group.status.conditions if group.status else None) or [])
+        previous = next((x for x in conditions if x.type == c.type), None)
+        conditions = [x for x in conditions if x.type != c.type]
+        changed = previous is None or previous.status != c.status
+        conditions.append(
+            meta_v1.Condition(
+                type=c.type,
+                status=c.status,
+                reason=c.reason,
+                message=c.message,
+                lastTransitionTime=self._now()
+                if previous is None or changed
+                else previous.lastTransitionTime,
+                observedGeneration=group.metadata.generation,
+            )
+        )
+        if group.status is None:
+            status_type = (
+                scheduling_v1beta1.PodGroupStatus
+                if isinstance(group, scheduling_v1beta1.PodGroup)
+                else scheduling_v1alpha3.CompositePodGroupStatus
+            )
+            group.status = status_type()
+        group.status.conditions = conditions
+
+    def apply(self, decision: Decision) -> None:
+        """Apply a Decision: bind, nominate, evict, set conditions, record events."""
+        for b in decision.bindings:
+            pod = self.get("Pod", b.pod)
+            if pod is None:
+                continue
+            pod.spec.nodeName = b.node
+            if pod.status is not None:
+                pod.status.nominatedNodeName = None
+            self._set_pod_condition(pod, Condition("PodScheduled", "True", "", ""))
+            self._emit(Change("bind", "Pod", b.pod, pod))
+        for n in decision.nominations:
+            pod = self.get("Pod", n.pod)
+            if pod is not None:
+                if pod.status is None:
+                    pod.status = core_v1.PodStatus()
+                pod.status.nominatedNodeName = n.node
+        for change in decision.conditions:
+            obj = self.get(change.kind, change.key)
+            if obj is None:
+                continue
+            if change.kind == "Pod":
+                self._set_pod_condition(obj, change.condition)
+            else:
+                self._set_group_condition(obj, change.condition)
+        for e in decision.evictions:
+            if self.delete("Pod", e.pod) is not None:
+                self.evictions.append(e)
+        self.events.extend(decision.events)

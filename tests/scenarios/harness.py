@@ -1,0 +1,104 @@
+"""Run a scenario file: Kubernetes objects in, expected decisions out, optionally in several steps.
+
+description: what is being shown
+gates: "GenericWorkload=false"        # optional --feature-gates value
+seed: 0                               # optional
+objects: [ ...Kubernetes objects... ]
+include: path/to/manifest.yaml        # optional, relative to the scenario: more objects
+expect:
+  pods: {p1: node-1, p2: "*", p3: pending, p4: {pending: "exact message"}, p5: {gated: "exact message"}}
+  groups: {pg: [True, Scheduled], pg2: [False, Unschedulable, "exact message"]}
+  evictions: {victim: preemptor-name}
+  count_bound: {train-a-: 6}          # pods whose name starts with the prefix that are bound
+steps:                                # applied in order after the first run, each with its own expect
+  - {delete: [Pod/blocker], add: [...objects...], expect: {...}}
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gangsched.api.defaults import apply_defaults
+from gangsched.api.gates import FeatureGates
+from gangsched.api.loader import load_documents
+from gangsched.api.validation import validate
+from gangsched.scheduler import Profile, Scheduler, run_until_stable
+from gangsched.store import Store
+
+
+def load_objects(docs: list[Any], where: str, gates: FeatureGates) -> list[Any]:
+    result = load_documents(docs, where)
+    errors = [str(e) for _, e in apply_defaults(item.obj for item in result.objects)]
+    errors += [str(p) for p in result.problems + validate(result.objects, gates)]
+    assert not errors, errors
+    return [item.obj for item in result.objects]
+
+
+def check(store: Store, expect: dict[str, Any], where: str) -> None:
+    pods = {p.metadata.name: p for p in store.list("Pod")}
+    for name, want in (expect.get("pods") or {}).items():
+        assert name in pods, f"{where}: pod {name} does not exist (evicted?)"
+        pod = pods[name]
+        cond = next(
+            (c for c in (pod.status.conditions if pod.status else None) or [] if c.type == "PodScheduled"),
+            None,
+        )
+        got = pod.spec.nodeName
+        if want == "*":
+            assert got, f"{where}: {name} should be bound, is pending: {cond and cond.message}"
+        elif want == "pending":
+            assert not got, f"{where}: {name} should be pending, is on {got}"
+        elif isinstance(want, dict):
+            assert not got, f"{where}: {name} should be pending, is on {got}"
+            ((kind, message),) = want.items()
+            reason = {"pending": "Unschedulable", "gated": "SchedulingGated", "error": "SchedulerError"}[kind]
+            assert cond is not None and (cond.reason, cond.message) == (reason, message), (
+                f"{where}: {name}: got {cond and (cond.reason, cond.message)!r}"
+            )
+        else:
+            assert got == want, f"{where}: {name} should be on {want}, is on {got}: {cond and cond.message}"
+    for prefix, want_n in (expect.get("count_bound") or {}).items():
+        n = sum(1 for name, p in pods.items() if name.startswith(prefix) and p.spec.nodeName)
+        assert n == want_n, f"{where}: {n} pods named {prefix}* bound, want {want_n}"
+    groups = {(k, g.metadata.name): g for k in ("PodGroup", "CompositePodGroup") for g in store.list(k)}
+    for name, want in (expect.get("groups") or {}).items():
+        group = groups.get(("PodGroup", name)) or groups.get(("CompositePodGroup", name))
+        assert group is not None, f"{where}: group {name} missing"
+        conds = [
+            c
+            for c in (group.status.conditions if group.status else None) or []
+            if c.type.endswith("InitiallyScheduled")
+        ]
+        assert conds, f"{where}: group {name} has no condition"
+        c = conds[0]
+        got = [c.status == "True", c.reason] + ([c.message] if len(want) > 2 else [])
+        assert got == list(want), f"{where}: group {name}: got {got!r}, want {want!r}"
+    if "evictions" in expect:
+        got_ev = {e.pod[1]: e.preemptor.split("/")[-1] for e in store.evictions}
+        assert got_ev == (expect["evictions"] or {}), f"{where}: evictions {got_ev!r}"
+
+
+def run_scenario(path: Path) -> Store:
+    spec = yaml.safe_load(path.read_text())
+    if "include" in spec:  # a manifest shared with examples/, so the example is what is tested
+        spec["objects"] += list(yaml.safe_load_all((path.parent / spec["include"]).read_text()))
+    gates = FeatureGates.parse(spec.get("gates"))
+    store = Store()
+    store.add_all(load_objects(spec["objects"], str(path), gates))
+    scheduler = Scheduler(
+        store, gates, seed=spec.get("seed", 0), profile=Profile(scoring=spec.get("scoring", "LeastAllocated"))
+    )
+    run_until_stable(store, scheduler)
+    check(store, spec.get("expect") or {}, f"{path.name}")
+    for i, step in enumerate(spec.get("steps") or [], 1):
+        for ref in step.get("delete") or []:
+            kind, _, name = ref.partition("/")
+            ns, _, name = name.rpartition("/")
+            assert store.delete(kind, (ns or "default", name)) is not None, f"step {i}: no {ref}"
+        store.add_all(load_objects(step.get("add") or [], f"{path}:step{i}", gates))
+        run_until_stable(store, scheduler)
+        check(store, step.get("expect") or {}, f"{path.name} step {i}")
+    return store
