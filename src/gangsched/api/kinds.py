@@ -14,6 +14,8 @@ from lightkube.models import (
     scheduling_v1beta1,
 )
 
+from .jobset import JOBSET_API_VERSION, JobSet
+
 __all__ = ["KINDS", "KindInfo", "kind_info"]
 
 
@@ -35,6 +37,8 @@ _ALL = [
     KindInfo("Workload", "scheduling.k8s.io/v1beta1", scheduling_v1beta1.Workload, True),
     KindInfo("PodGroup", "scheduling.k8s.io/v1beta1", scheduling_v1beta1.PodGroup, True),
     KindInfo("CompositePodGroup", "scheduling.k8s.io/v1alpha3", scheduling_v1alpha3.CompositePodGroup, True),
+    # A CRD without a lightkube model: read so that the builder can expand multi-role jobs.
+    KindInfo("JobSet", JOBSET_API_VERSION, JobSet, True),
 ]
 
 #: kind -> KindInfo, in the order objects of a kind are best applied (namespaces and nodes first).

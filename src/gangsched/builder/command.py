@@ -1,0 +1,37 @@
+"""`gangsched build`: print what Jobs and JobSets expand into, as the Job (and JobSet) controllers would.
+
+The click command lives in cli.py with the other commands; this is its body, so that it can be called
+(and tested) without click.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..api.errors import Problem
+from ..api.gates import FeatureGates
+from ..api.inputs import read_inputs
+from .expand import expand_jobs
+from .output import dump_json, dump_yaml
+
+__all__ = ["build_manifests"]
+
+
+def build_manifests(
+    paths: Sequence[str], gates: FeatureGates, output: str = "yaml"
+) -> tuple[str, list[Problem]]:
+    """(text, problems) for `gangsched build`: text is empty when there is any problem (nothing half-built).
+
+    Inputs are loaded, defaulted and validated like every command's; every Job and JobSet is expanded
+    (expand_jobs); other objects pass through. `output` is `yaml` (multi-document) or `json` (a v1 List).
+    """
+    result = read_inputs(paths, gates)
+    if result.problems:
+        return "", list(result.problems)
+    files = {id(item.obj): item.file for item in result.objects}
+    objects, problems = expand_jobs(
+        [item.obj for item in result.objects], gates=gates, file_of=lambda obj: files.get(id(obj), "")
+    )
+    if problems:
+        return "", problems
+    return (dump_json(objects) + "\n" if output == "json" else dump_yaml(objects)), []
