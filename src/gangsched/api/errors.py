@@ -131,5 +131,6 @@ class Problem:
     error: FieldError | str
 
     def __str__(self) -> str:
-        where = f"{self.namespace}/{self.name}" if self.namespace else self.name
-        return f"{self.file}: {self.kind or '<unknown kind>'} {where or '<unnamed>'}: {self.error}"
+        name = self.name or "<unnamed>"
+        where = f"{self.namespace}/{name}" if self.namespace else name
+        return f"{self.file}: {self.kind or '<unknown kind>'} {where}: {self.error}"

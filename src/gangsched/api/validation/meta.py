@@ -56,7 +56,10 @@ def object_meta(kind: str, meta: Any, namespaced: bool) -> list[FieldError]:
     if not meta.name:
         errors.append(required("metadata.name", "name or generateName is required"))
     else:
-        errors += [invalid("metadata.name", meta.name, m) for m in NAME_FORMATS[kind](meta.name)]
+        errors += [
+            invalid("metadata.name", meta.name, m)
+            for m in NAME_FORMATS.get(kind, dns1123_subdomain)(meta.name)
+        ]
     if namespaced:
         if meta.namespace:
             errors += [

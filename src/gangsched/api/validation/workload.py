@@ -93,19 +93,30 @@ def _template(node: _Node, gates: FeatureGates) -> list[FieldError]:
     return errors
 
 
-def _unique_across_lists(nodes: list[_Node]) -> list[FieldError]:
-    """A name used in one list may not appear in another list of the tree (same-list repeats are
-    reported by _template_list)."""
-    first_list: dict[str, str] = {}
+def _unique_across_lists(spec: Any) -> list[FieldError]:
+    """A name used in one list of the tree may not appear in another (same-list repeats are reported by
+    _template_list). Walks in upstream's order, so that the same occurrence is reported: at each level the
+    PodGroup templates, then the composite templates, then each composite's subtree."""
+    names = {t.name for t in spec.podGroupTemplates or []}
+    return _composite_list_names(spec.compositePodGroupTemplates, "spec", names)
+
+
+def _composite_list_names(templates: Sequence[Any] | None, path: str, names: set[str]) -> list[FieldError]:
     errors: list[FieldError] = []
-    for node in nodes:
-        name = node.template.name
-        list_path = node.path.rsplit("[", 1)[0]
-        if not name:
-            continue
-        if name in first_list and first_list[name] != list_path:
-            errors.append(duplicate(f"{node.path}.name", name))
-        first_list.setdefault(name, list_path)
+    items = list(templates or [])
+    list_path = f"{path}.compositePodGroupTemplates"
+    errors += [duplicate(f"{list_path}[{i}].name", t.name) for i, t in enumerate(items) if t.name in names]
+    names.update(t.name for t in items)
+    for i, t in enumerate(items):
+        child_path = f"{list_path}[{i}]"
+        pods = list(t.podGroupTemplates or [])
+        errors += [
+            duplicate(f"{child_path}.podGroupTemplates[{j}].name", p.name)
+            for j, p in enumerate(pods)
+            if p.name in names
+        ]
+        names.update(p.name for p in pods)
+        errors += _composite_list_names(t.compositePodGroupTemplates, child_path, names)
     return errors
 
 
@@ -214,7 +225,7 @@ def workload_spec(spec: Any, gates: FeatureGates) -> list[FieldError]:
     nodes += _walk(composites, "spec.compositePodGroupTemplates", True, None)
     for node in nodes:
         errors += _template(node, gates)
-    errors += _unique_across_lists(nodes)
+    errors += _unique_across_lists(spec)
     errors += _too_deep(nodes)
     errors += _one_configuration(nodes)
     errors += _composite_rules(nodes)
