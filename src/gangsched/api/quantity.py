@@ -82,4 +82,12 @@ def parse_quantity(value: object) -> Fraction:
 
 def milli(value: object) -> int:
     """The quantity in integer milli-units, rounded up (upstream's MilliValue)."""
+    if isinstance(value, str):
+        return _milli_str(value)
     return math.ceil(parse_quantity(value) * 1000)
+
+
+@lru_cache(maxsize=4096)
+def _milli_str(text: str) -> int:
+    # Manifests repeat the same few strings ("100m", "1Gi") thousands of times.
+    return math.ceil(_parse_str(text) * 1000)

@@ -9,6 +9,7 @@ and score per node; when the snapshot changes, only the changed columns are reco
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -53,8 +54,7 @@ class _Class:
     static_rejections: list[tuple[BoolArray, str]]
     taint_counts: npt.NDArray[np.int64] | None
     affinity_weights: npt.NDArray[np.int64] | None
-    fit: BoolArray
-    score: npt.NDArray[np.int64]
+    masked: npt.NDArray[np.int64]  # resource + balance score where the pod fits, -1 where it does not
     synced: int
 
 
@@ -71,14 +71,29 @@ class Evaluator:
             if scoring == "LeastAllocated"
             else node_resources_fit.most_allocated
         )
-        self._classes: dict[str, _Class] = {}
+        self._classes: dict[Hashable, _Class] = {}
 
-    def _dynamic(self, c: _Class, cols: npt.NDArray[np.intp] | slice) -> None:
+    def _dynamic(self, c: _Class, cols: npt.NDArray[np.intp] | slice | set[int]) -> None:
+        """Refresh fit and score on `cols`. A handful of columns (the usual case: the node the previous pod
+        went to) is cheaper in scalar code than in numpy calls; both paths compute the same integers."""
         snap = self.snap
-        c.fit[cols] = c.static_ok[cols] & node_resources_fit.fits(snap, c.vec, cols)
-        c.score[cols] = self._resource_score(snap, c.vec, cols) * node_resources_fit.WEIGHT + (
-            balanced_allocation.score(snap, c.vec, cols) * balanced_allocation.WEIGHT
-        )
+        if not isinstance(cols, set):
+            fit = c.static_ok[cols] & node_resources_fit.fits(snap, c.vec, cols)
+            score = self._resource_score(snap, c.vec, cols) * node_resources_fit.WEIGHT + (
+                balanced_allocation.score(snap, c.vec, cols) * balanced_allocation.WEIGHT
+            )
+            c.masked[cols] = np.where(fit, score, -1)
+            return
+        most = self._resource_score is node_resources_fit.most_allocated
+        for col in cols:
+            if not (c.static_ok[col] and node_resources_fit.fits_one(snap, c.vec, col)):
+                c.masked[col] = -1
+                continue
+            c.masked[col] = node_resources_fit.score_one(
+                snap, c.vec, col, most
+            ) * node_resources_fit.WEIGHT + (
+                balanced_allocation.score_one(snap, c.vec, col) * balanced_allocation.WEIGHT
+            )
 
     def _class(self, pi: PodInfo) -> _Class:
         snap = self.snap
@@ -107,32 +122,39 @@ class Evaluator:
                 static_rejections=rejections,
                 taint_counts=taint_toleration.prefer_no_schedule_counts(snap, tolerations),
                 affinity_weights=node_affinity.preferred_weights(snap, spec),
-                fit=np.zeros(n, dtype=bool),
-                score=np.zeros(n, dtype=np.int64),
+                masked=np.full(n, -1, dtype=np.int64),
                 synced=-1,
             )
             self._classes[pi.signature] = c
         if c.synced < 0:
             self._dynamic(c, slice(None))
         elif c.synced < len(snap.changed):
-            cols = np.unique(np.asarray(snap.changed[c.synced :], dtype=np.intp))
-            self._dynamic(c, cols)
+            pending = snap.changed[c.synced :]
+            if len(pending) <= 8:
+                self._dynamic(c, set(pending))
+            else:
+                self._dynamic(c, np.unique(np.asarray(pending, dtype=np.intp)))
         c.synced = len(snap.changed)
         return c
 
     def vector(self, pi: PodInfo) -> PodVector:
-        return self._class(pi).vec
+        cached = self._classes.get(pi.signature)
+        return cached.vec if cached is not None else self._class(pi).vec
 
     def find_node(self, pi: PodInfo, candidates: BoolArray | None = None) -> int | FitFailure:
         """The best node for `pi` among `candidates` (all nodes when None), or why there is none."""
         c = self._class(pi)
-        feasible = c.fit if candidates is None else c.fit & candidates
-        idx = np.flatnonzero(feasible)
+        masked = c.masked if candidates is None else np.where(candidates, c.masked, -1)
+        if c.taint_counts is None and c.affinity_weights is None:
+            top = masked.max() if masked.size else -1
+            if top < 0:
+                return self._failure(c, candidates)
+            best = np.flatnonzero(masked == top)
+            return int(best[0] if best.size == 1 else best[self.rng.integers(best.size)])
+        idx = np.flatnonzero(masked >= 0)
         if idx.size == 0:
             return self._failure(c, candidates)
-        if idx.size == 1:
-            return int(idx[0])
-        total = c.score[idx].copy()
+        total = masked[idx].copy()
         if c.taint_counts is not None:
             counts = c.taint_counts[idx]
             top = counts.max()
@@ -143,8 +165,7 @@ class Evaluator:
             if top > 0:
                 total += node_affinity.WEIGHT * (weights * 100 // top)
         best = np.flatnonzero(total == total.max())
-        pick = best[0] if best.size == 1 else best[self.rng.integers(best.size)]
-        return int(idx[pick])
+        return int(idx[best[0] if best.size == 1 else best[self.rng.integers(best.size)]])
 
     def _failure(self, c: _Class, candidates: BoolArray | None) -> FitFailure:
         snap = self.snap

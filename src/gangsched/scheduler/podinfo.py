@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-import json
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from .resources import nonzero_requests, pod_requests
 
@@ -27,7 +29,7 @@ class PodInfo:
     priority: int
     requests: dict[str, int]
     nonzero: tuple[int, int]
-    signature: str
+    signature: Hashable
     group: tuple[str, str] | None
     scheduler_name: str
     preemption_policy: str
@@ -42,16 +44,14 @@ class PodInfo:
         return f"{self.key[0]}/{self.key[1]}"
 
 
-def _signature(spec: Any, requests: dict[str, int]) -> str:
-    affinity = spec.affinity.nodeAffinity.to_dict() if spec.affinity and spec.affinity.nodeAffinity else None
-    return json.dumps(
-        [
-            sorted(requests.items()),
-            spec.nodeSelector or {},
-            affinity,
-            [t.to_dict() for t in spec.tolerations or []],
-        ],
-        sort_keys=True,
+def _signature(spec: Any, requests: dict[str, int]) -> Hashable:
+    """Everything the filters and scores read from a pod, as a hashable value."""
+    affinity = spec.affinity.nodeAffinity if spec.affinity else None
+    return (
+        tuple(sorted(requests.items())),
+        tuple(sorted((spec.nodeSelector or {}).items())),
+        msgspec.json.encode(affinity) if affinity is not None else None,
+        msgspec.json.encode(spec.tolerations) if spec.tolerations else None,
     )
 
 

@@ -59,7 +59,8 @@ class Scheduler:
         self._pods: dict[PodKey, PodInfo] = {}
         self._members: dict[tuple[str, str], set[PodKey]] = {}
         self._gated: dict[PodKey, str] = {}
-        self._outbox = Decision()
+        self._gated_in_group: dict[tuple[str, str], set[PodKey]] = {}
+        self._gating_reported: dict[PodKey, str] = {}
         self._order = 0
         self.cycles = 0
         for kind in ("Node", "PodGroup", "Pod"):
@@ -94,7 +95,7 @@ class Scheduler:
         key, pod = change.key, change.obj
         if change.action == "delete":
             pi = self._pods.pop(key, None)
-            self._gated.pop(key, None)
+            self._ungate(key, pi.group if pi is not None else None)
             if self._snap is not None:
                 self._snap.remove(key)
             if pi is not None and pi.group is not None:
@@ -118,10 +119,11 @@ class Scheduler:
                     self._snap.place(key, node, self._evaluator().vector(pi))
             elif terminal:
                 self._snap.remove(key)
-        if change.action == "add" and pi.group is not None:
-            self._regate(pi.group)
-        elif not bound and not terminal and self._ours(pi):
+        if not bound and not terminal and self._ours(pi):
             self._admit(pi)
+        if change.action == "add" and pi.group is not None and pi.key not in self._gated:
+            # One more member (pending or bound) may lift the gang's minCount gate for the others.
+            self._regate(pi.group, only_gated=True)
 
     def _on_pod_group(self, change: Change) -> None:
         group = change.key
@@ -131,6 +133,20 @@ class Scheduler:
             if old_gang and new_gang and new_min < old_min:
                 self.queue.move_to_active(("PodGroup", *group))
         self._regate(group)
+
+    def _ungate(self, key: PodKey, group: tuple[str, str] | None) -> None:
+        if self._gated.pop(key, None) is not None and group is not None:
+            self._gated_in_group[group].discard(key)
+        self._gating_reported.pop(key, None)
+
+    def _report_gated(self, decision: Decision) -> None:
+        """Say why pods wait at PreEnqueue, once the queue is idle: a gate lifted by the next pod of a burst
+        is not worth a status write."""
+        for key, message in self._gated.items():
+            if self._gating_reported.get(key) != message:
+                self._gating_reported[key] = message
+                condition = Condition(POD_SCHEDULED, "False", "SchedulingGated", message)
+                decision.conditions.append(ConditionChange("Pod", key, condition))
 
     def _gate_message(self, pi: PodInfo) -> str | None:
         """PreEnqueue: why the pod may not enter the queue yet (upstream's messages), or None."""
@@ -148,8 +164,9 @@ class Scheduler:
         pod = pi.pod
         return not pod.spec.nodeName and not (pod.status is not None and pod.status.phase in TERMINAL_PHASES)
 
-    def _regate(self, group: tuple[str, str]) -> None:
-        for key in sorted(self._members.get(group, ()), key=lambda k: self._pods[k].order):
+    def _regate(self, group: tuple[str, str], only_gated: bool = False) -> None:
+        keys = self._gated_in_group.get(group, set()) if only_gated else self._members.get(group, set())
+        for key in sorted(keys, key=lambda k: self._pods[k].order):
             pi = self._pods[key]
             if self._pending(pi) and self._ours(pi):
                 self._admit(pi)
@@ -157,15 +174,11 @@ class Scheduler:
     def _admit(self, pi: PodInfo) -> None:
         message = self._gate_message(pi)
         if message is not None:
-            if self._gated.get(pi.key) != message:
-                self._gated[pi.key] = message
-                self._outbox.conditions.append(
-                    ConditionChange(
-                        "Pod", pi.key, Condition(POD_SCHEDULED, "False", "SchedulingGated", message)
-                    )
-                )
+            self._gated[pi.key] = message
+            if pi.group is not None:
+                self._gated_in_group.setdefault(pi.group, set()).add(pi.key)
             return
-        self._gated.pop(pi.key, None)
+        self._ungate(pi.key, pi.group)
         root = self._root_of(pi)
         kind = root[0]
         priority = pi.priority
@@ -179,6 +192,10 @@ class Scheduler:
             self.queue.add(root, priority, timestamp)
 
     # --- cycles ---------------------------------------------------------------------------------------------
+    def sync(self) -> None:
+        """Build the node snapshot now rather than at the first cycle (after an initial list of nodes)."""
+        self._evaluator()
+
     def _evaluator(self) -> Evaluator:
         if self._ev is None:
             snap = Snapshot(self.store.list("Node"))
@@ -194,11 +211,13 @@ class Scheduler:
 
     def schedule_one(self, now: float = 0.0) -> Decision | None:
         """Run the next cycle. Returns what changed (including gating notices), or None when idle."""
-        decision, self._outbox = self._outbox, Decision()
+        decision = Decision()
         root = self.queue.pop(now)
         if root is not None:
             self.cycles += 1
             decision.extend(self._cycle(root, now))
+        else:
+            self._report_gated(decision)
         return decision if (decision or root is not None) else None
 
     def _cycle(self, root: QueuedRoot, now: float) -> Decision:

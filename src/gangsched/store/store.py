@@ -31,6 +31,7 @@ class Store:
         self._listeners: list[Callable[[Change], None]] = []
         self._seq = 0
         self.clock = clock
+        self._stamp: dt.datetime | None = None
         self.events: list[Notice] = []
         self.evictions: list[Eviction] = []
 
@@ -86,7 +87,9 @@ class Store:
 
     # --- applying decisions -------------------------------------------------------------------------------
     def _now(self) -> dt.datetime:
-        return EPOCH + dt.timedelta(seconds=self.clock())
+        if self._stamp is None:  # one timestamp per applied Decision
+            self._stamp = EPOCH + dt.timedelta(seconds=self.clock())
+        return self._stamp
 
     def _set_pod_condition(self, pod: Any, c: Condition) -> None:
         if pod.status is None:
@@ -135,6 +138,7 @@ class Store:
 
     def apply(self, decision: Decision) -> None:
         """Apply a Decision: bind, nominate, evict, set conditions, record events."""
+        self._stamp = None
         for b in decision.bindings:
             pod = self.get("Pod", b.pod)
             if pod is None:

@@ -11,15 +11,25 @@ NAME = "NodeResourcesBalancedAllocation"
 WEIGHT = 1
 
 
+def _pod_request(vec: PodVector, row: int) -> int:
+    return next((v for r, v in vec.rows if r == row), 0)
+
+
 def score(snap: Snapshot, vec: PodVector, cols: npt.NDArray[np.intp] | slice) -> npt.NDArray[np.int64]:
-    """(1 - |f_cpu - f_mem| / 2) * 100 with fractions capped at 1, as upstream for two resources."""
-    req = {r: v for r, v in vec.rows}
-    fractions = []
-    for row in (CPU, MEMORY):
-        cap = snap.alloc[row, cols].astype(np.float64)
-        used = snap.used[row, cols] + req.get(row, 0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            fractions.append(np.where(cap > 0, np.minimum(used / cap, 1.0), np.nan))
-    cpu, mem = fractions
-    std = np.where(np.isnan(cpu) | np.isnan(mem), 0.0, np.abs(np.nan_to_num(cpu) - np.nan_to_num(mem)) / 2)
+    """(1 - |f_cpu - f_mem| / 2) * 100 with fractions capped at 1, as upstream for two resources; a node
+    offering only one of them scores 100 (a single fraction has no spread)."""
+    cap_cpu, cap_mem = snap.alloc[CPU, cols], snap.alloc[MEMORY, cols]
+    f_cpu = np.minimum((snap.used[CPU, cols] + _pod_request(vec, CPU)) / np.maximum(cap_cpu, 1), 1.0)
+    f_mem = np.minimum((snap.used[MEMORY, cols] + _pod_request(vec, MEMORY)) / np.maximum(cap_mem, 1), 1.0)
+    std = np.where((cap_cpu > 0) & (cap_mem > 0), np.abs(f_cpu - f_mem) / 2, 0.0)
     return ((1 - std) * 100).astype(np.int64)
+
+
+def score_one(snap: Snapshot, vec: PodVector, col: int) -> int:
+    """`score` for one node, with the same float64 arithmetic."""
+    cap_cpu, cap_mem = int(snap.alloc[CPU, col]), int(snap.alloc[MEMORY, col])
+    if cap_cpu <= 0 or cap_mem <= 0:
+        return 100
+    f_cpu = min((int(snap.used[CPU, col]) + _pod_request(vec, CPU)) / cap_cpu, 1.0)
+    f_mem = min((int(snap.used[MEMORY, col]) + _pod_request(vec, MEMORY)) / cap_mem, 1.0)
+    return int((1 - abs(f_cpu - f_mem) / 2) * 100)

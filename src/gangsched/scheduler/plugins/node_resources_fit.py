@@ -23,6 +23,29 @@ def fits(snap: Snapshot, vec: PodVector, cols: npt.NDArray[np.intp] | slice = sl
     return ok
 
 
+def fits_one(snap: Snapshot, vec: PodVector, col: int) -> bool:
+    alloc, used = snap.alloc, snap.used
+    return all(alloc[row, col] - used[row, col] >= v for row, v in vec.rows)
+
+
+def score_one(snap: Snapshot, vec: PodVector, col: int, most_allocated: bool) -> int:
+    """least_allocated / most_allocated for one node, in the same integer arithmetic."""
+    total = 0
+    for row, req in (
+        (CPU, snap.nonzero_used[0, col] + vec.nonzero_cpu),
+        (MEMORY, snap.nonzero_used[1, col] + vec.nonzero_mem),
+    ):
+        cap = int(snap.alloc[row, col])
+        req = int(req)
+        if cap <= 0:
+            continue
+        if most_allocated:
+            total += min(req, cap) * MAX_SCORE // cap
+        elif req <= cap:
+            total += (cap - req) * MAX_SCORE // cap
+    return total // 2
+
+
 def reasons(snap: Snapshot, vec: PodVector, node: int) -> list[str]:
     """Why `vec` does not fit on `node`, as upstream words it (pods first, then each resource)."""
     out = []
