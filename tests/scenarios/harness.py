@@ -3,6 +3,7 @@
 description: what is being shown
 gates: "GenericWorkload=false"        # optional --feature-gates value
 seed: 0                               # optional
+scoring: MostAllocated                # optional NodeResourcesFit strategy (default LeastAllocated)
 objects: [ ...Kubernetes objects... ]
 include: path/to/manifest.yaml        # optional, relative to the scenario: more objects
 expect:
@@ -12,6 +13,7 @@ expect:
   count_bound: {train-a-: 6}          # pods whose name starts with the prefix that are bound
 steps:                                # applied in order after the first run, each with its own expect
   - {delete: [Pod/blocker], add: [...objects...], expect: {...}}
+    # re-adding an existing object replaces its spec and keeps its status (an update, as kubectl apply)
 """
 
 from __future__ import annotations
@@ -98,7 +100,11 @@ def run_scenario(path: Path) -> Store:
             kind, _, name = ref.partition("/")
             ns, _, name = name.rpartition("/")
             assert store.delete(kind, (ns or "default", name)) is not None, f"step {i}: no {ref}"
-        store.add_all(load_objects(step.get("add") or [], f"{path}:step{i}", gates))
+        for obj in load_objects(step.get("add") or [], f"{path}:step{i}", gates):
+            old = store.get(obj.kind, (obj.metadata.namespace or "", obj.metadata.name))
+            if old is not None and getattr(obj, "status", None) is None:
+                obj.status = old.status  # a spec update keeps the status, as with the API server's /status
+            store.add(obj)
         run_until_stable(store, scheduler)
         check(store, step.get("expect") or {}, f"{path.name} step {i}")
     return store
