@@ -239,30 +239,46 @@ class Scheduler:
         if pg is None or not pending:
             self.queue.remove(root.key)
             return Decision()
-        error = self._consistency_error(pg, pending)
+        # Bound members that still run count toward minCount; terminal pods have left the cache upstream.
+        bound = [pi for pi in members if pi.pod.spec.nodeName and not self._terminal(pi)]
+        error = self._consistency_error(pg, pending, bound)
         if error:
             return self._finish(root, pg, pending, GroupResult(Code.ERROR, error), now)
         gang, min_count = _min_count(pg)
-        scheduled = sum(1 for pi in members if pi.pod.spec.nodeName)
-        attempt = GroupAttempt(min_count=min_count, gang=gang, scheduled=scheduled, pods=pending)
+        attempt = GroupAttempt(min_count=min_count, gang=gang, scheduled=len(bound), pods=pending)
         return self._finish(root, pg, pending, run_group_cycle(self._evaluator(), attempt), now)
 
-    def _consistency_error(self, pg: Any, pods: list[PodInfo]) -> str | None:
-        """All pods of a group share schedulerName and the group's priority and preemption policy."""
-        names = sorted({pi.scheduler_name for pi in pods})
-        if len(names) > 1:
-            return f"pods of pod group {pg.metadata.name!r} use different schedulers: {', '.join(names)}"
-        for pi in pods:
-            if pi.priority != (pg.spec.priority or 0):
-                return (
-                    f"pod {pi.key[1]!r} has priority {pi.priority} but its pod group "
-                    f"{pg.metadata.name!r} has priority {pg.spec.priority or 0}"
-                )
-            if pi.preemption_policy != (pg.spec.preemptionPolicy or "PreemptLowerPriority"):
-                return (
-                    f"pod {pi.key[1]!r} has preemptionPolicy {pi.preemption_policy} but its pod group "
-                    f"{pg.metadata.name!r} has {pg.spec.preemptionPolicy}"
-                )
+    @staticmethod
+    def _terminal(pi: PodInfo) -> bool:
+        return pi.pod.status is not None and pi.pod.status.phase in TERMINAL_PHASES
+
+    def _consistency_error(self, pg: Any, pending: list[PodInfo], bound: list[PodInfo]) -> str | None:
+        """Upstream's validatePodGroup, with its messages: pending then bound members must share the first
+        pending pod's schedulerName and the group's priority; with PodGroupPreemptionPolicy on, the group's
+        preemption policy (off: the first pod's)."""
+        name = pending[0].scheduler_name
+        priority = int(pg.spec.priority or 0)
+        policy = (
+            (pg.spec.preemptionPolicy or "PreemptLowerPriority")
+            if self.gates.pod_group_preemption_policy
+            else ""
+        )
+        same = "all pods in a single pod group should have the same"
+        for pi in pending + bound:
+            if pi.scheduler_name != name:
+                return f'{same} .spec.schedulerName set, got: "{pi.scheduler_name}" and "{name}"'
+            if pi.priority != priority:
+                return f"{same} priority as the pod group's priority, got {pi.priority} and {priority}"
+            if self.gates.pod_group_preemption_policy:
+                if pi.preemption_policy != policy:
+                    return (
+                        f"{same} preemption policy as the pod group's preemption policy, "
+                        f"got {pi.preemption_policy} and {policy}"
+                    )
+            elif not policy:
+                policy = pi.preemption_policy
+            elif pi.preemption_policy != policy:
+                return f"{same} preemption policy, got {pi.preemption_policy} and {policy}"
         return None
 
     def _finish(
