@@ -46,8 +46,14 @@ def test_pod_priority_class_resolves_against_the_input() -> None:
     out, problems = expand_jobs([high, batch_v1.Job.from_dict(job)])
     assert problems == []
     assert out[-1].spec.priority == 1000
+    # The PodGroup shares its pods' class (the scheduler wants one priority per group).
+    assert out[-2].spec.priorityClassName == "high" and out[-2].spec.priority == 1000
     _, missing = expand_jobs([batch_v1.Job.from_dict(job)])
-    assert [p.error.field for p in missing] == ["spec.priorityClassName"]  # type: ignore[union-attr]
+    assert [(p.kind, str(p.error).split(":")[0]) for p in missing] == [
+        ("Workload", "spec.podGroupTemplates[0].priorityClassName"),
+        ("PodGroup", "spec.priorityClassName"),
+        ("Pod", "spec.priorityClassName"),
+    ]
 
 
 def test_gates_off_expand_without_scheduling_objects() -> None:

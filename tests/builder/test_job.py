@@ -258,3 +258,9 @@ def test_build_job_never_mutates_its_input() -> None:
     before = job.to_dict()
     build_job(job)
     assert job.to_dict() == before
+
+
+def test_pod_group_takes_the_pods_priority_class() -> None:
+    job = make_job(scheduling={"schedulingPolicy": {"gang": {}}}, uid=UID).to_dict()
+    job["spec"]["template"]["spec"]["priorityClassName"] = "training-high"
+    assert template_dict(batch_v1.Job.from_dict(job))["priorityClassName"] == "training-high"

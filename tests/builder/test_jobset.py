@@ -190,6 +190,21 @@ def test_invalid_jobsets_are_refused_with_field_errors(doc: dict[str, Any], want
         assert expansion.objects() == [expansion.jobset]
 
 
+def test_roles_must_share_one_priority_class() -> None:
+    doc = copy.deepcopy(WORKERS_AND_DRIVER)
+    doc["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["priorityClassName"] = "high"
+    [error] = build_jobset(JobSet.from_dict(doc)).errors
+    assert str(error) == (
+        "spec.replicatedJobs[1].template.spec.template.spec.priorityClassName: Invalid value: null: "
+        "must be the same in every role ('high' in the first): one priority per tree"
+    )
+    for role in doc["spec"]["replicatedJobs"]:
+        role["template"]["spec"]["template"]["spec"]["priorityClassName"] = "high"
+    expansion = build_jobset(JobSet.from_dict(doc))
+    assert expansion.root is not None and expansion.root.spec.priorityClassName == "high"
+    assert {g.spec.priorityClassName for g in expansion.pod_groups} == {"high"}
+
+
 def test_gate_off_gives_jobs_and_pods_without_scheduling_objects() -> None:
     expansion = build_jobset(JobSet.from_dict(WORKERS_AND_DRIVER), composite_pod_groups=False)
     assert expansion.workload is None and expansion.root is None and expansion.pod_groups == []

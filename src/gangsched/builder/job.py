@@ -67,12 +67,27 @@ def _parallelism(job: batch_v1.Job) -> int:
     return parallelism if parallelism is not None else 1
 
 
+def pod_priority_class_name(job: batch_v1.Job) -> str | None:
+    """The pod template's priorityClassName, which the PodGroup must share.
+
+    Why: the scheduler refuses a group whose pods' priority differs from the group's ("all pods in a single
+    pod group should have the same priority as the pod group's priority"), so a PodGroup left at the default
+    priority would never schedule a prioritized Job. The workloadbuilder's config has a priorityClassName
+    for this; where upstream's v1.37 Job controller fills it was not found in the source we could read.
+    """
+    template_spec = job_spec(job).template.spec
+    return template_spec.priorityClassName if template_spec is not None else None
+
+
 def job_workload_item(job: batch_v1.Job) -> WorkloadItem:
     """The single-node WorkloadItem tree of a Job: Basic by default, the user's `.spec.scheduling` on top."""
     return WorkloadItem(
         name=pod_group_template_name(metadata_of(job).name or ""),
         user_config=PodGroupConfig.from_job_scheduling(job_spec(job).scheduling),
-        default_config=PodGroupConfig(policy=scheduling_v1alpha3.WorkloadPodGroupSchedulingPolicy(basic={})),
+        default_config=PodGroupConfig(
+            policy=scheduling_v1alpha3.WorkloadPodGroupSchedulingPolicy(basic={}),
+            priority_class_name=pod_priority_class_name(job),
+        ),
         callbacks=[default_gang_min_count(_parallelism(job))],
     )
 

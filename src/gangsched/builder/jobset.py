@@ -48,7 +48,7 @@ from .config import (
     join_path,
     resolve,
 )
-from .job import JOB_BUILD_OPTIONS, build_job, default_gang_min_count
+from .job import JOB_BUILD_OPTIONS, build_job, default_gang_min_count, pod_priority_class_name
 from .names import generate_pod_group_name, generate_workload_name, object_uid
 from .options import BuildOptions
 from .workloadbuilder import Builder
@@ -172,7 +172,9 @@ def _role_item(role: _Role, root: CompositeGroupConfig) -> WorkloadItem:
     return WorkloadItem(
         name=role.name,
         user_config=PodGroupConfig.from_job_scheduling(spec.scheduling),
-        default_config=PodGroupConfig(policy=policy, disruption_mode=mode),
+        default_config=PodGroupConfig(
+            policy=policy, disruption_mode=mode, priority_class_name=pod_priority_class_name(role.job)
+        ),
         callbacks=[default_gang_min_count(parallelism)],
         paths=BlockPaths(
             name=f"{at}.name",
@@ -200,6 +202,13 @@ def _composite_rules(
             )
         )
     root_all = root.disruption_mode is not None and root.disruption_mode.all is not None
+    first_class = pod_priority_class_name(roles[0].job) if roles else None
+    for role in roles:
+        # A CompositePodGroup tree has one priority; the groups take theirs from their pods.
+        if pod_priority_class_name(role.job) != first_class:
+            path = f"spec.replicatedJobs[{role.index}].template.spec.template.spec.priorityClassName"
+            detail = f"must be the same in every role ({first_class!r} in the first): one priority per tree"
+            errors.append(invalid(path, pod_priority_class_name(role.job), detail))
     for role, item in zip(roles, items, strict=True):
         child: PodGroupConfig = resolve(item)
         policy_path = join_path("spec", item.paths.policy)
@@ -307,7 +316,8 @@ def build_jobset(js: JobSet, *, composite_pod_groups: bool = True) -> JobSetExpa
         default_config=CompositeGroupConfig(
             policy=scheduling_v1beta1.CompositePodGroupSchedulingPolicy(
                 gang=scheduling_v1beta1.CompositeGangSchedulingPolicy(minGroupCount=groups)
-            )
+            ),
+            priority_class_name=pod_priority_class_name(roles[0].job) if roles else None,
         ),
         paths=BlockPaths(
             name="metadata.name",
