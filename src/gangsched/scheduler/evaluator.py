@@ -137,6 +137,10 @@ class Evaluator:
         c.synced = len(snap.changed)
         return c
 
+    def equivalence_class(self, pi: PodInfo) -> _Class:
+        """The pod's class, refreshed: static verdict (`static_ok`), vector (`vec`), fit and score."""
+        return self._class(pi)
+
     def vector(self, pi: PodInfo) -> PodVector:
         cached = self._classes.get(pi.signature)
         return cached.vec if cached is not None else self._class(pi).vec

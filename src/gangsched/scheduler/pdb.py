@@ -1,16 +1,16 @@
 """PodDisruptionBudgets as preemption reads them: which victims would break a budget if evicted.
 
-Upstream's scheduler reads `status.disruptionsAllowed`, which the disruption controller keeps up to date. There
-is no such controller in a manifest-driven run, so `disruptions_allowed` computes it the way the controller
-does (pkg/controller/disruption): desiredHealthy from minAvailable or maxUnavailable (percentages scaled on
-the expected pod count and rounded up), currentHealthy = matching pods that are bound and not finished, and
-disruptionsAllowed = max(0, currentHealthy - desiredHealthy). The controller takes the expected count from the
-pods' controllers' scale; here it is the number of matching pods, which is the same for pods without an
-owner and for owners whose pods all exist.
+Upstream's scheduler reads `status.disruptionsAllowed`, which the disruption controller keeps up to date.
+There is no such controller in a manifest-driven run, so `disruptions_allowed` computes it the way the
+controller does (pkg/controller/disruption): desiredHealthy from minAvailable or maxUnavailable
+(percentages scaled on the expected pod count and rounded up), currentHealthy = matching pods that are
+bound and not finished, and disruptionsAllowed = max(0, currentHealthy - desiredHealthy). The controller
+takes the expected count from the pods' controllers' scale; here it is the number of matching pods, which
+is the same for pods without an owner and for owners whose pods all exist.
 
-`split_by_violation` is upstream's filterVictimsWithPDBViolation over victim units: each pod of a unit that a
-budget selects (and that is not already listed in the budget's disruptedPods) uses one allowed disruption;
-a unit violates when any of its pods drives a budget below zero.
+`split_by_violation` is upstream's filterVictimsWithPDBViolation over victim units: each pod of a unit that
+a budget selects (and that is not already listed in the budget's disruptedPods) uses one allowed
+disruption; a unit violates when any of its pods drives a budget below zero.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ returns what it decided. It never writes to the store; `run_until_stable` or the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,8 @@ from .cycle import Code, GroupAttempt, GroupResult, run_group_cycle
 from .decision import Binding, Condition, ConditionChange, Decision, Notice
 from .evaluator import Evaluator
 from .podinfo import PodInfo, PodKey, pod_info
+from .postfilter import preempt_after_failure
+from .preemption import PreemptionView
 from .queue import QueuedRoot, RootKey, SchedulingQueue
 from .snapshot import Snapshot
 
@@ -246,7 +249,10 @@ class Scheduler:
             return self._finish(root, pg, pending, GroupResult(Code.ERROR, error), now)
         gang, min_count = _min_count(pg)
         attempt = GroupAttempt(min_count=min_count, gang=gang, scheduled=len(bound), pods=pending)
-        return self._finish(root, pg, pending, run_group_cycle(self._evaluator(), attempt), now)
+        result = run_group_cycle(self._evaluator(), attempt)
+        return self._finish(
+            root, pg, pending, result, now, rerun=lambda: run_group_cycle(self._evaluator(), attempt)
+        )
 
     @staticmethod
     def _terminal(pi: PodInfo) -> bool:
@@ -282,8 +288,15 @@ class Scheduler:
         return None
 
     def _finish(
-        self, root: QueuedRoot, pg: Any, pods: list[PodInfo], result: GroupResult, now: float
+        self,
+        root: QueuedRoot,
+        pg: Any,
+        pods: list[PodInfo],
+        result: GroupResult,
+        now: float,
+        rerun: Callable[[], GroupResult] | None = None,
     ) -> Decision:
+        preempted = self._post_filter(pg, pods, result, rerun) if result.code == Code.UNSCHEDULABLE else None
         d = Decision()
         placed = {pi.key for pi, _ in result.placed}
         assert self._snap is not None or not placed
@@ -310,7 +323,19 @@ class Scheduler:
             self.queue.remove(root.key)
         else:
             self.queue.requeue_failed(root.key, now, len(pods))
+        if preempted is not None:
+            d.extend(preempted)
+            root.ready_at = now  # the victims' deletion requeues it: room it made must not wait out a backoff
         return d
+
+    def _post_filter(
+        self, pg: Any, pods: list[PodInfo], result: GroupResult, rerun: Callable[[], GroupResult] | None
+    ) -> Decision | None:
+        """Preemption after an Unschedulable cycle (postfilter.py), so never in a cycle that binds."""
+        view = PreemptionView(
+            self._evaluator(), self._pods, self.store, self.rng, self.gates.pod_group_preemption_policy
+        )
+        return preempt_after_failure(view, pg, pods, result, rerun)
 
     def _group_condition(self, d: Decision, pg: Any, result: GroupResult) -> None:
         key = (pg.metadata.namespace or "", pg.metadata.name)

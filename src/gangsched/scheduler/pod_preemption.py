@@ -1,0 +1,130 @@
+"""Default preemption for a lone pod (upstream's DefaultPreemption PostFilter, which in v1.37 honours
+disruption modes): per node, evict the fewest and least important units that make the pod fit, then pick
+one node.
+
+A unit with `disruptionMode: all` goes whole or not at all, even when only one of its pods is on the node;
+a `single` member can go alone. Nodes the pod could never use (node affinity, taints, cordoned) are not
+tried. As upstream, nodes are dry-run from a random offset until max(10% of them, 100) candidates are found
+(at least one of them without PodDisruptionBudget violations), then pickOneNodeForPreemption decides:
+fewest budget violations, lowest highest victim priority, smallest priority sum, fewest victims, latest
+start among the highest-priority victims, first found.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from .evaluator import FitFailure
+from .pdb import Budget, split_by_violation
+from .plugins import node_resources_fit
+from .podinfo import PodInfo
+from .preemption import Preemption, PreemptionView, TakenOut, ineligibility, lower_priority_units
+from .snapshot import PodVector
+from .victims import VictimUnit, sort_by_importance, start_time
+
+__all__ = ["NOT_HELPFUL", "NO_VICTIMS_FOR_POD", "preempt_pod"]
+
+NO_VICTIMS_FOR_POD = "No preemption victims found for incoming pod"
+NOT_HELPFUL = "Preemption is not helpful for scheduling"
+MIN_CANDIDATE_NODES_PERCENTAGE = 10
+MIN_CANDIDATE_NODES_ABSOLUTE = 100
+_PRIORITY_OFFSET = 2**31  # upstream adds MaxInt32+1 so that negative priorities sum sensibly
+
+
+@dataclass(slots=True)
+class _Candidate:
+    node: int
+    victims: list[VictimUnit]
+    pdb_violations: int
+
+    def rank(self) -> tuple[int, int, int, int, float]:
+        """pickOneNodeForPreemption's criteria as one ascending key."""
+        pods = [(u.priority, pi) for u in self.victims for pi in u.pods]
+        highest = max(p for p, _ in pods)
+        earliest_of_highest = min(start_time(pi.pod) for p, pi in pods if p == highest)
+        return (
+            self.pdb_violations,
+            highest,
+            sum(p + _PRIORITY_OFFSET for p, _ in pods),
+            len(pods),
+            -earliest_of_highest,
+        )
+
+
+def _victims_on_node(
+    view: PreemptionView, vec: PodVector, node: int, units: list[VictimUnit], pdbs: list[Budget]
+) -> _Candidate | list[str]:
+    """SelectVictimsOnNode: the units to evict for `vec` to fit on `node`, or why it cannot."""
+    snap = view.ev.snap
+    out = TakenOut(view)
+    for unit in units:
+        out.take(unit, node)
+    try:
+        if not node_resources_fit.fits_one(snap, vec, node):
+            return node_resources_fit.reasons(snap, vec, node)
+        violating, fine = split_by_violation(sort_by_importance(units), pdbs)
+        victims: list[VictimUnit] = []
+        violations = 0
+        for unit, count in [*violating, *((u, 0) for u in fine)]:
+            out.put_back(unit)
+            if not node_resources_fit.fits_one(snap, vec, node):
+                out.take(unit, node)
+                victims.append(unit)
+                violations += count
+        return _Candidate(node, sort_by_importance(victims), violations)
+    finally:
+        out.put_back_all()
+
+
+def preempt_pod(view: PreemptionView, pi: PodInfo) -> Preemption | str:
+    """Default preemption for `pi`; a message (without upstream's prefix) when there is none."""
+    reason = ineligibility(view, pi.preemption_policy, [pi], pi.priority)
+    if reason is not None:
+        return reason
+    ev = view.ev
+    snap = ev.snap
+    cls = ev.equivalence_class(pi)
+    potential = np.flatnonzero(cls.static_ok)
+    histogram: Counter[str] = Counter({NOT_HELPFUL: len(snap) - potential.size})
+    by_node: dict[int, list[VictimUnit]] = {}
+    for unit in lower_priority_units(view, pi.priority):
+        for node in {snap.placed[p.key][0] for p in unit.pods}:
+            by_node.setdefault(node, []).append(unit)
+    pdbs = view.budgets()
+    candidates: list[_Candidate] = []
+    wanted = min(
+        potential.size,
+        max(potential.size * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE),
+    )
+    offset = int(view.rng.integers(potential.size)) if potential.size else 0
+    for i in range(potential.size):
+        node = int(potential[(offset + i) % potential.size])
+        units = by_node.get(node)
+        if not units:
+            histogram[NO_VICTIMS_FOR_POD] += 1
+            continue
+        found = _victims_on_node(view, cls.vec, node, units, pdbs)
+        if isinstance(found, _Candidate):
+            candidates.append(found)
+            if len(candidates) >= wanted and any(c.pdb_violations == 0 for c in candidates):
+                break
+        else:
+            histogram.update(found)
+    if not candidates:
+        failure = FitFailure(len(snap))
+        failure.histogram.update(+histogram)
+        return failure.message()
+    best = min(candidates, key=_Candidate.rank)
+    meta = pi.pod.metadata
+    return Preemption(
+        preemptor=pi.name,
+        kind="pod",
+        uid=meta.uid or pi.name,
+        scheduler_name=pi.scheduler_name,
+        victims=best.victims,
+        nominations=[(pi.key, best.node)],
+        node=best.node,
+    )

@@ -1,0 +1,217 @@
+"""Workload-aware preemption for a PodGroup whose cycle ended Unschedulable (spec §5; upstream's
+PodGroupEvaluator in pkg/scheduler/framework/preemption/podgrouppreemption.go).
+
+1. Eligibility: preemptionPolicy Never, or a nominated node that still holds a terminating lower-priority pod,
+   means no preemption this time.
+2. Candidates: every preemption unit (victims.py) of lower priority than the group, cluster-wide.
+3. One simulation: all candidates leave the snapshot and the group's cycle runs ONCE. If it still fails,
+   nothing is preempted and its message is the answer.
+4. Reprieve: candidates sorted most important first, those a PodDisruptionBudget protects tried first; each is
+   put back and spared if every proposed placement still passes the filters.
+The snapshot is left exactly as it was found (every removal's undo is called); the caller turns the answer
+into evictions and nominations (postfilter.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .cycle import Code, GroupResult
+from .evaluator import Evaluator
+from .pdb import Budget, budgets, split_by_violation
+from .podinfo import PodInfo, PodKey
+from .victims import ObjectReader, VictimUnit, collect_units, sort_by_importance
+
+__all__ = [
+    "NO_VICTIMS_FOR_GROUP",
+    "Preemption",
+    "PreemptionView",
+    "TakenOut",
+    "ineligibility",
+    "lower_priority_units",
+    "preempt_pod_group",
+]
+
+PREEMPT_NEVER = "Never"
+NO_VICTIMS_FOR_GROUP = "No preemption victims found for incoming preemptor"
+NOT_WITH_TOPOLOGY = "not supported with topology constraints"
+
+
+@dataclass(frozen=True, slots=True)
+class PreemptionView:
+    """What preemption reads: the cycle's evaluator and snapshot, every known pod, and the object store."""
+
+    ev: Evaluator
+    pods: Mapping[PodKey, PodInfo]
+    objects: ObjectReader
+    rng: np.random.Generator
+    # Gate PodGroupPreemptionPolicy: when off, a PodGroup's own preemptionPolicy is not honoured.
+    group_preemption_policy: bool = True
+
+    def budgets(self) -> list[Budget]:
+        return budgets(self.objects.list("PodDisruptionBudget"), [pi.pod for pi in self.pods.values()])
+
+
+@dataclass(slots=True)
+class Preemption:
+    """A preemption that will make room: victims to evict and where the preemptor's pods are nominated."""
+
+    preemptor: str  # "namespace/name" of the PodGroup or pod
+    kind: str  # upstream's preemptor Type(): "podgroup" or "pod"
+    uid: str
+    scheduler_name: str
+    victims: list[VictimUnit]
+    nominations: list[tuple[PodKey, int]] = field(default_factory=list)
+    node: int | None = None  # the single node a pod preemptor targets; None for a group (the cluster)
+
+
+class TakenOut:
+    """Victim units removed from the snapshot, each with the undos that put it back."""
+
+    def __init__(self, view: PreemptionView) -> None:
+        self.snap = view.ev.snap
+        self._undo: dict[int, list[Callable[[], None]]] = {}
+        self._nodes: dict[int, set[int]] = {}
+
+    def take(self, unit: VictimUnit, node: int | None = None) -> None:
+        """Remove the unit's pods (only those on `node` when given)."""
+        placed = self.snap.placed
+        keys = [
+            pi.key for pi in unit.pods if pi.key in placed and (node is None or placed[pi.key][0] == node)
+        ]
+        self._nodes.setdefault(id(unit), set()).update(placed[k][0] for k in keys)
+        self._undo.setdefault(id(unit), []).extend(self.snap.remove(k) for k in keys)
+
+    def nodes(self, unit: VictimUnit) -> set[int]:
+        return self._nodes.get(id(unit), set())
+
+    def put_back(self, unit: VictimUnit) -> None:
+        for undo in reversed(self._undo.pop(id(unit), [])):
+            undo()
+
+    def put_back_all(self) -> None:
+        for undos in self._undo.values():
+            for undo in reversed(undos):
+                undo()
+        self._undo.clear()
+
+
+def terminating_by_preemption(pod: Any) -> bool:
+    """Upstream's PodTerminatingByPreemption: being deleted, with DisruptionTarget from the scheduler."""
+    if pod.metadata is None or pod.metadata.deletionTimestamp is None:
+        return False
+    for c in (pod.status.conditions if pod.status else None) or []:
+        if c.type == "DisruptionTarget":
+            return bool(c.status == "True" and c.reason == "PreemptionByScheduler")
+    return False
+
+
+def unit_priority_of(view: PreemptionView, pi: PodInfo) -> int:
+    """A pod's priority as a victim: its PodGroup's priority when it has one."""
+    if pi.group is not None:
+        pg = view.objects.get("PodGroup", pi.group)
+        if pg is not None:
+            return int(pg.spec.priority or 0)
+    return pi.priority
+
+
+def ineligibility(view: PreemptionView, policy: str, members: Sequence[PodInfo], priority: int) -> str | None:
+    """Why this preemptor may not preempt now (upstream's messages), or None."""
+    if policy == PREEMPT_NEVER:
+        return "not eligible due to preemptionPolicy=Never."
+    snap = view.ev.snap
+    nominated = {pi.pod.status.nominatedNodeName for pi in members if pi.pod.status is not None}
+    nodes = {snap.index[n] for n in nominated if n and n in snap.index}
+    for key, (node, _) in snap.placed.items():
+        pi = view.pods.get(key)
+        if (
+            node in nodes
+            and pi is not None
+            and unit_priority_of(view, pi) < priority
+            and terminating_by_preemption(pi.pod)
+        ):
+            return "not eligible due to a terminating pod on the nominated node."
+    return None
+
+
+def lower_priority_units(view: PreemptionView, priority: int) -> list[VictimUnit]:
+    """Every preemption unit with priority strictly below `priority`."""
+    units = collect_units(view.ev.snap.placed, view.pods, view.objects)
+    return [u for u in units if u.priority < priority]
+
+
+def _placements_fit(view: PreemptionView, rows_by_node: dict[int, set[int]], nodes: set[int]) -> bool:
+    """With the preemptor's pods reserved, does every proposed placement on `nodes` still pass the filters?
+
+    Only resource fit depends on other pods (the static filters do not), and each pod's sequential check
+    (free >= request, earlier pods reserved) holds for all of them exactly when no resource any of them
+    requests is over-committed on its node once all are reserved.
+    """
+    snap = view.ev.snap
+    return all(snap.used[row, node] <= snap.alloc[row, node] for node in nodes for row in rows_by_node[node])
+
+
+def _reprieve(
+    view: PreemptionView, units: list[VictimUnit], placed: list[tuple[PodInfo, int]], out: TakenOut
+) -> list[VictimUnit]:
+    """Put back as many units as the proposed placements allow; returns those that must go."""
+    rows_by_node: dict[int, set[int]] = {}
+    for pi, node in placed:
+        rows_by_node.setdefault(node, set()).update(row for row, _ in view.ev.vector(pi).rows)
+    violating, fine = split_by_violation(sort_by_importance(units), view.budgets())
+    victims = []
+    for unit in [u for u, _ in violating] + fine:
+        touched = out.nodes(unit) & rows_by_node.keys()
+        if not touched:
+            continue  # none of its pods share a node with the preemptor's: putting it back changes nothing
+        out.put_back(unit)
+        if not _placements_fit(view, rows_by_node, touched):
+            out.take(unit)
+            victims.append(unit)
+    return sort_by_importance(victims)
+
+
+def preempt_pod_group(
+    view: PreemptionView, pg: Any, pods: Sequence[PodInfo], rerun: Callable[[], GroupResult]
+) -> Preemption | str:
+    """Workload-aware preemption for `pg`; a message (without upstream's prefix) when there is none.
+
+    `rerun` runs the group's cycle again on the evaluator's snapshot (upstream's podGroupSchedulingFunc);
+    on success its reservations stay until its `revert` is called.
+    """
+    constraints = pg.spec.schedulingConstraints
+    if constraints is not None and constraints.topology:
+        return NOT_WITH_TOPOLOGY
+    priority = int(pg.spec.priority or 0)
+    policy = (pg.spec.preemptionPolicy if view.group_preemption_policy else None) or pods[0].preemption_policy
+    reason = ineligibility(view, policy, pods, priority)
+    if reason is not None:
+        return reason
+    units = lower_priority_units(view, priority)
+    if not units:
+        return NO_VICTIMS_FOR_GROUP
+    out = TakenOut(view)
+    for unit in units:
+        out.take(unit)
+    result = rerun()
+    if result.code != Code.SUCCESS:
+        out.put_back_all()
+        return result.message
+    try:
+        victims = _reprieve(view, units, result.placed, out)
+    finally:
+        result.revert()
+        out.put_back_all()
+    meta = pg.metadata
+    return Preemption(
+        preemptor=f"{meta.namespace}/{meta.name}",
+        kind="podgroup",
+        uid=meta.uid or f"{meta.namespace}/{meta.name}",
+        scheduler_name=pods[0].scheduler_name,
+        victims=victims,
+        nominations=[(pi.key, node) for pi, node in result.placed],
+    )

@@ -1,0 +1,137 @@
+"""Preemption units: what can be evicted, as one piece, and how important each piece is.
+
+A bound pod is its own unit unless some group above it says `disruptionMode: all`; then the HIGHEST such
+ancestor (a PodGroup or a CompositePodGroup) is one unit holding every bound pod below it, on every node
+(upstream's getCrossNodesVictims). A unit's priority is its group's priority, not the pods' own.
+Importance follows upstream's moreImportantVictim: higher priority; then units of group members before lone
+pods; among lone pods the older start time; among groups more pods, then the older start time.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .podinfo import PodInfo, PodKey
+
+__all__ = ["GroupRef", "ObjectReader", "VictimUnit", "collect_units", "sort_by_importance", "start_time"]
+
+GroupRef = tuple[str, str, str]  # (kind, namespace, name) of a PodGroup or CompositePodGroup
+
+
+class ObjectReader(Protocol):
+    """The read side of the store (or the live informer cache)."""
+
+    def get(self, kind: str, key: tuple[str, str]) -> Any | None: ...
+
+    def list(self, kind: str) -> Iterator[Any]: ...
+
+
+@dataclass(slots=True, eq=False)
+class VictimUnit:
+    """Pods that are evicted together or not at all."""
+
+    pods: list[PodInfo]
+    priority: int
+    # The group evicted as a whole (`all`), else None; PodGroups whose members are all in this unit.
+    whole_group: GroupRef | None = None
+    member_groups: set[GroupRef] = field(default_factory=set)
+
+    @property
+    def pod_objects(self) -> list[Any]:
+        return [pi.pod for pi in self.pods]
+
+    @property
+    def is_group(self) -> bool:
+        """Upstream's IsPodGroup: the unit's first pod belongs to a scheduling group."""
+        return self.pods[0].group is not None
+
+    def earliest_start(self) -> tuple[float, int]:
+        """Earliest pod start; a pod without status.startTime counts as starting now (upstream's
+        GetPodStartTime), i.e. after every recorded start. First-seen order breaks ties deterministically."""
+        return min((start_time(pi.pod), pi.order) for pi in self.pods)
+
+    def importance(self) -> tuple[int, bool, int, tuple[float, int]]:
+        """Sort key: ascending order = most important first."""
+        return (
+            -self.priority,
+            not self.is_group,
+            -len(self.pods) if self.is_group else 0,
+            self.earliest_start(),
+        )
+
+
+def start_time(pod: Any) -> float:
+    started = pod.status.startTime if pod.status is not None else None
+    return started.timestamp() if isinstance(started, dt.datetime) else math.inf
+
+
+def _has_all(obj: Any) -> bool:
+    mode = obj.spec.disruptionMode if obj is not None and obj.spec is not None else None
+    return mode is not None and mode.all is not None
+
+
+class _Hierarchy:
+    """Per call memo of each PodGroup's highest `all` ancestor and priority."""
+
+    def __init__(self, objects: ObjectReader) -> None:
+        self.objects = objects
+        self._memo: dict[tuple[str, str], tuple[GroupRef | None, int | None]] = {}
+
+    def resolve(self, group: tuple[str, str]) -> tuple[GroupRef | None, int | None]:
+        cached = self._memo.get(group)
+        if cached is not None:
+            return cached
+        ns = group[0]
+        pg = self.objects.get("PodGroup", group)
+        highest: GroupRef | None = ("PodGroup", *group) if _has_all(pg) else None
+        priority = int(pg.spec.priority or 0) if pg is not None else None
+        parent = pg.spec.parentCompositePodGroupName if pg is not None else None
+        seen: set[str] = set()
+        while parent and parent not in seen:  # a cycle is invalid input; stop rather than loop
+            seen.add(parent)
+            cpg = self.objects.get("CompositePodGroup", (ns, parent))
+            if cpg is None:
+                break
+            if _has_all(cpg):
+                highest = ("CompositePodGroup", ns, parent)
+            parent = cpg.spec.parentCompositePodGroupName
+        self._memo[group] = (highest, priority)
+        return highest, priority
+
+
+def collect_units(
+    bound: Iterable[PodKey], pods: Mapping[PodKey, PodInfo], objects: ObjectReader
+) -> list[VictimUnit]:
+    """Every preemption unit among the `bound` pods, in first-seen order of their first pod."""
+    hierarchy = _Hierarchy(objects)
+    units: list[VictimUnit] = []
+    by_group: dict[GroupRef, VictimUnit] = {}
+    for key in bound:
+        pi = pods.get(key)
+        if pi is None:
+            continue
+        whole: GroupRef | None = None
+        priority = pi.priority
+        if pi.group is not None:
+            whole, group_priority = hierarchy.resolve(pi.group)
+            priority = pi.priority if group_priority is None else group_priority
+        if whole is None:
+            units.append(VictimUnit([pi], priority))
+            continue
+        unit = by_group.get(whole)
+        if unit is None:
+            unit = VictimUnit([], priority, whole_group=whole)
+            by_group[whole] = unit
+            units.append(unit)
+        unit.pods.append(pi)
+        assert pi.group is not None
+        unit.member_groups.add(("PodGroup", *pi.group))
+    return units
+
+
+def sort_by_importance(units: Sequence[VictimUnit]) -> list[VictimUnit]:
+    return sorted(units, key=VictimUnit.importance)
