@@ -24,3 +24,13 @@ def test_public_names_are_documented() -> None:
     undocumented = [n for n in callables if not (getattr(builder, n).__doc__ or "").strip()]
     assert undocumented == []
     assert ">>>" in (builder.BuildOptions.__doc__ or "") and "build_workload" in (builder.__doc__ or "")
+
+
+def test_docstring_examples_run() -> None:
+    import doctest
+
+    from gangsched.builder import names, options
+
+    for module in (names, options):
+        failures, tried = doctest.testmod(module)
+        assert (failures, tried > 0) == (0, True), module.__name__
