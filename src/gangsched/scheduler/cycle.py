@@ -45,6 +45,7 @@ class GroupResult:
     placed: list[tuple[PodInfo, int]] = field(default_factory=list)
     failures: dict[PodKey, str] = field(default_factory=dict)
     revert: Callable[[], None] = lambda: None
+    domain: str | None = None  # the topology value chosen, when the group is constrained
 
     @property
     def any_scheduled(self) -> bool:

@@ -19,11 +19,14 @@ from ..store.change import Change
 from .cycle import Code, GroupAttempt, GroupResult, run_group_cycle
 from .decision import Binding, Condition, ConditionChange, Decision, Notice
 from .evaluator import Evaluator
+from .hierarchy import Hierarchy, topology_key
 from .podinfo import PodInfo, PodKey, pod_info
 from .postfilter import preempt_after_failure
 from .preemption import PreemptionView
 from .queue import QueuedRoot, RootKey, SchedulingQueue
 from .snapshot import Snapshot
+from .topology import place_with_topology
+from .tree import TreeNode, TreeResult, evaluate
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -32,6 +35,7 @@ __all__ = ["Profile", "Scheduler", "run_until_stable"]
 
 POD_SCHEDULED = "PodScheduled"
 GROUP_SCHEDULED = "PodGroupInitiallyScheduled"
+COMPOSITE_SCHEDULED = "CompositePodGroupInitiallyScheduled"
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
 
@@ -41,6 +45,7 @@ class Profile:
 
     scheduler_names: frozenset[str] | None = None
     scoring: str = "LeastAllocated"
+    placement_limit: bool = False  # upstream's adaptive limit on topology placements scored; off: score all
 
 
 def _min_count(pg: Any) -> tuple[bool, int]:
@@ -66,7 +71,14 @@ class Scheduler:
         self._gating_reported: dict[PodKey, str] = {}
         self._order = 0
         self.cycles = 0
-        for kind in ("Node", "PodGroup", "Pod"):
+        self.hierarchy = Hierarchy(
+            store,
+            self._members,
+            self._pods,
+            composite=gates.composite_pod_group,
+            topology=gates.topology_aware_workload_scheduling,
+        )
+        for kind in ("Node", "CompositePodGroup", "PodGroup", "Pod"):
             for obj in store.list(kind):
                 self._on_change(Change("add", kind, (obj.metadata.namespace or "", obj.metadata.name), obj))
         store.subscribe(self._on_change)
@@ -82,7 +94,7 @@ class Scheduler:
 
     def _root_of(self, pi: PodInfo) -> RootKey:
         if pi.group is not None:
-            return ("PodGroup", *pi.group)
+            return self.hierarchy.root_of_group(pi.group)
         return ("Pod", *pi.key)
 
     def _on_change(self, change: Change) -> None:
@@ -93,6 +105,10 @@ class Scheduler:
             self._on_pod(change)
         elif change.kind == "PodGroup" and self.use_groups:
             self._on_pod_group(change)
+        elif change.kind == "CompositePodGroup" and self.use_groups and self.gates.composite_pod_group:
+            root = self.hierarchy.root_of_composite(change.key)
+            for group in self.hierarchy.tree_groups(root):
+                self._regate(group)
 
     def _on_pod(self, change: Change) -> None:
         key, pod = change.key, change.obj
@@ -124,9 +140,13 @@ class Scheduler:
                 self._snap.remove(key)
         if not bound and not terminal and self._ours(pi):
             self._admit(pi)
-        if change.action == "add" and pi.group is not None and pi.key not in self._gated:
-            # One more member (pending or bound) may lift the gang's minCount gate for the others.
-            self._regate(pi.group, only_gated=True)
+        if change.action == "add" and pi.group is not None and self._own_gate_open(pi.group):
+            # One more member (pending or bound) may lift the gang's minCount gate for the others,
+            # and in a composite tree the quorum gate for every group of the tree.
+            root = self._root_of(pi)
+            groups = self.hierarchy.tree_groups(root) if root[0] == "CompositePodGroup" else [pi.group]
+            for group in groups:
+                self._regate(group, only_gated=True)
 
     def _on_pod_group(self, change: Change) -> None:
         group = change.key
@@ -151,6 +171,13 @@ class Scheduler:
                 condition = Condition(POD_SCHEDULED, "False", "SchedulingGated", message)
                 decision.conditions.append(ConditionChange("Pod", key, condition))
 
+    def _own_gate_open(self, group: tuple[str, str]) -> bool:
+        pg = self.store.get("PodGroup", group)
+        if pg is None:
+            return False
+        gang, min_count = _min_count(pg)
+        return not gang or len(self._members.get(group, ())) >= min_count
+
     def _gate_message(self, pi: PodInfo) -> str | None:
         """PreEnqueue: why the pod may not enter the queue yet (upstream's messages), or None."""
         if pi.group is None:
@@ -161,7 +188,14 @@ class Scheduler:
         gang, min_count = _min_count(pg)
         if gang and len(self._members.get(pi.group, ())) < min_count:
             return "waiting for minCount pods from a gang to appear in scheduling queue"
-        return None
+        parent = self.hierarchy.parent_of(pg)
+        if parent is None:
+            return None
+        chain, problem = self.hierarchy.ancestry(pi.group[0], parent)
+        if problem is not None:
+            # A missing parent may still appear; a cycle never resolves: let the cycle report it Invalid.
+            return None if "cycle" in problem else problem
+        return self.hierarchy.gate_message(("CompositePodGroup", pi.group[0], chain[-1]))
 
     def _pending(self, pi: PodInfo) -> bool:
         pod = pi.pod
@@ -185,9 +219,9 @@ class Scheduler:
         root = self._root_of(pi)
         kind = root[0]
         priority = pi.priority
-        if kind == "PodGroup":
-            pg = self.store.get("PodGroup", (root[1], root[2]))
-            priority = int(pg.spec.priority or 0) if pg is not None else priority
+        if kind != "Pod":
+            group = self.store.get(kind, (root[1], root[2]))
+            priority = int(group.spec.priority or 0) if group is not None else priority
         timestamp = self.store.timestamp(kind, (root[1], root[2]))
         if root in self.queue:
             self.queue.move_to_active(root)
@@ -225,6 +259,8 @@ class Scheduler:
 
     def _cycle(self, root: QueuedRoot, now: float) -> Decision:
         kind, ns, name = root.key
+        if kind == "CompositePodGroup":
+            return self._tree_cycle(root, now)
         if kind == "Pod":
             pi = self._pods.get((ns, name))
             if pi is None or not self._pending(pi):
@@ -249,9 +285,25 @@ class Scheduler:
             return self._finish(root, pg, pending, GroupResult(Code.ERROR, error), now)
         gang, min_count = _min_count(pg)
         attempt = GroupAttempt(min_count=min_count, gang=gang, scheduled=len(bound), pods=pending)
-        result = run_group_cycle(self._evaluator(), attempt)
+        result = self._place_group(pg, attempt, bound)
         return self._finish(
-            root, pg, pending, result, now, rerun=lambda: run_group_cycle(self._evaluator(), attempt)
+            root, pg, pending, result, now, rerun=lambda: self._place_group(pg, attempt, bound)
+        )
+
+    def _domain_of(self, node_name: str, key: str) -> str | None:
+        node = self.store.get("Node", ("", node_name))
+        labels = (node.metadata.labels or {}) if node is not None else {}
+        value: str | None = labels.get(key)
+        return value
+
+    def _place_group(self, pg: Any, attempt: GroupAttempt, bound: list[PodInfo]) -> GroupResult:
+        """The PodGroup cycle, inside the best topology domain when the group is constrained."""
+        key = topology_key(pg) if self.gates.topology_aware_workload_scheduling else None
+        if key is None:
+            return run_group_cycle(self._evaluator(), attempt)
+        fixed = {d for pi in bound if (d := self._domain_of(pi.pod.spec.nodeName, key)) is not None}
+        return place_with_topology(
+            self._evaluator(), attempt, key, None, fixed, use_limit=self.profile.placement_limit
         )
 
     @staticmethod
@@ -298,27 +350,13 @@ class Scheduler:
     ) -> Decision:
         preempted = self._post_filter(pg, pods, result, rerun) if result.code == Code.UNSCHEDULABLE else None
         d = Decision()
-        placed = {pi.key for pi, _ in result.placed}
-        assert self._snap is not None or not placed
-        for pi, node in result.placed:
-            node_name = self._snap.node_names[node] if self._snap is not None else ""
-            d.bindings.append(Binding(pi.key, node_name))
-            d.events.append(
-                Notice(
-                    "Normal", "Scheduled", f"Pod {pi.name}", f"Successfully assigned {pi.name} to {node_name}"
-                )
-            )
+        placed = self._bind(d, result.placed)
         for pi in pods:
-            if pi.key in placed:
-                continue
-            message = result.failures.get(pi.key) or result.message
-            reason = "SchedulerError" if result.code == Code.ERROR else "Unschedulable"
-            d.conditions.append(
-                ConditionChange("Pod", pi.key, Condition(POD_SCHEDULED, "False", reason, message))
-            )
-            d.events.append(Notice("Warning", "FailedScheduling", f"Pod {pi.name}", message))
+            if pi.key not in placed:
+                reason = "SchedulerError" if result.code == Code.ERROR else "Unschedulable"
+                self._pod_failed(d, pi, reason, result.failures.get(pi.key) or result.message)
         if pg is not None:
-            self._group_condition(d, pg, result)
+            self._group_condition(d, "PodGroup", pg, result.code, result.message)
         if result.code == Code.SUCCESS and len(placed) == len(pods):
             self.queue.remove(root.key)
         else:
@@ -337,21 +375,126 @@ class Scheduler:
         )
         return preempt_after_failure(view, pg, pods, result, rerun)
 
-    def _group_condition(self, d: Decision, pg: Any, result: GroupResult) -> None:
-        key = (pg.metadata.namespace or "", pg.metadata.name)
+    def _bind(self, d: Decision, placed: list[tuple[PodInfo, int]]) -> set[PodKey]:
+        """Bindings and Scheduled events for reserved pods; returns their keys."""
+        assert self._snap is not None or not placed
+        for pi, node in placed:
+            node_name = self._snap.node_names[node] if self._snap is not None else ""
+            d.bindings.append(Binding(pi.key, node_name))
+            message = f"Successfully assigned {pi.name} to {node_name}"
+            d.events.append(Notice("Normal", "Scheduled", f"Pod {pi.name}", message))
+        return {pi.key for pi, _ in placed}
+
+    @staticmethod
+    def _pod_failed(d: Decision, pi: PodInfo, reason: str, message: str) -> None:
+        d.conditions.append(
+            ConditionChange("Pod", pi.key, Condition(POD_SCHEDULED, "False", reason, message))
+        )
+        d.events.append(Notice("Warning", "FailedScheduling", f"Pod {pi.name}", message))
+
+    @staticmethod
+    def _group_condition(
+        d: Decision, kind: str, group: Any, code: Code, message: str, invalid: bool = False
+    ) -> None:
+        """{PodGroup,CompositePodGroup}InitiallyScheduled: True/Scheduled, or False with why; never back
+        from True."""
+        ctype = GROUP_SCHEDULED if kind == "PodGroup" else COMPOSITE_SCHEDULED
         current = next(
-            (c for c in ((pg.status.conditions if pg.status else None) or []) if c.type == GROUP_SCHEDULED),
-            None,
+            (c for c in ((group.status.conditions if group.status else None) or []) if c.type == ctype), None
         )
         if current is not None and current.status == "True":
-            return  # PodGroupInitiallyScheduled never goes back from True
-        if result.code == Code.SUCCESS:
-            condition = Condition(GROUP_SCHEDULED, "True", "Scheduled", "")
-        elif result.code == Code.ERROR:
-            condition = Condition(GROUP_SCHEDULED, "False", "SchedulerError", result.message)
+            return
+        if code == Code.SUCCESS:
+            condition = Condition(ctype, "True", "Scheduled", "")
+        elif invalid and kind == "CompositePodGroup":
+            condition = Condition(ctype, "False", "Invalid", message)
+        elif code == Code.ERROR:
+            condition = Condition(ctype, "False", "SchedulerError", message)
         else:
-            condition = Condition(GROUP_SCHEDULED, "False", "Unschedulable", result.message)
-        d.conditions.append(ConditionChange("PodGroup", key, condition))
+            condition = Condition(ctype, "False", "Unschedulable", message)
+        key = (group.metadata.namespace or "", group.metadata.name)
+        d.conditions.append(ConditionChange(kind, key, condition))
+
+    # --- composite trees ------------------------------------------------------------------------------------
+    def _schedulable(self, pi: PodInfo) -> bool:
+        return self._pending(pi) and pi.key not in self._gated and self._ours(pi)
+
+    def _tree_cycle(self, root: QueuedRoot, now: float) -> Decision:
+        """One cycle for a CompositePodGroup root: the whole tree is admitted, or nothing of it."""
+        tree, invalid = self.hierarchy.build(root.key, self._schedulable, self._domain_of)
+        nodes = tree.walk() if tree is not None else []
+        pending = [pi for n in nodes if n.attempt is not None for pi in n.attempt.pods]
+        if tree is None or not pending:
+            self.queue.remove(root.key)
+            return Decision()
+        error = invalid or self._tree_consistency_error(root.key, nodes, pending)
+        if error:
+            result = TreeResult(Code.ERROR, error)
+        else:
+            result = evaluate(self._evaluator(), tree, None, self.profile.placement_limit)
+        return self._finish_tree(root, nodes, pending, result, now, invalid=invalid is not None)
+
+    def _tree_consistency_error(
+        self, root: RootKey, nodes: list[TreeNode], pending: list[PodInfo]
+    ) -> str | None:
+        """One schedulerName, and the root's priority and preemption policy, across the whole tree."""
+        top = self.store.get(root[0], (root[1], root[2]))
+        assert top is not None
+        priority = int(top.spec.priority or 0)
+        policy = top.spec.preemptionPolicy or "PreemptLowerPriority"
+        same = "all pods and groups in a composite pod group tree should have the same"
+        names = sorted({pi.scheduler_name for pi in pending})
+        if len(names) > 1:
+            return f'{same} .spec.schedulerName set, got: "{names[0]}" and "{names[1]}"'
+        for n in nodes:
+            group = self.store.get(n.key[0], (n.key[1], n.key[2]))
+            assert group is not None
+            if int(group.spec.priority or 0) != priority:
+                return (
+                    f"{same} priority as the root's priority, got {group.spec.priority or 0} and {priority}"
+                )
+        for pi in pending:
+            if pi.priority != priority:
+                return f"{same} priority as the root's priority, got {pi.priority} and {priority}"
+            if pi.preemption_policy != policy:
+                return f"{same} preemption policy as the root's, got {pi.preemption_policy} and {policy}"
+        return None
+
+    def _finish_tree(
+        self,
+        root: QueuedRoot,
+        nodes: list[TreeNode],
+        pending: list[PodInfo],
+        result: TreeResult,
+        now: float,
+        *,
+        invalid: bool,
+    ) -> Decision:
+        d = Decision()
+        placed = self._bind(d, result.placed)
+        group_of = {pi.key: n.key for n in nodes if n.attempt is not None for pi in n.attempt.pods}
+
+        def outcome(key: tuple[str, str, str]) -> tuple[Code, str]:
+            # A failed root pushes its failure down to the groups that had succeeded inside it.
+            code, message = result.per_group.get(key, (result.code, result.message))
+            if result.code != Code.SUCCESS and code == Code.SUCCESS:
+                return result.code, result.message
+            return code, message
+
+        for pi in pending:
+            if pi.key not in placed:
+                code, message = outcome(group_of[pi.key])
+                reason = "SchedulerError" if code == Code.ERROR and not invalid else "Unschedulable"
+                self._pod_failed(d, pi, reason, result.failures.get(pi.key) or message)
+        for n in nodes:
+            code, message = outcome(n.key)
+            group = self.store.get(n.key[0], (n.key[1], n.key[2]))
+            self._group_condition(d, n.key[0], group, code, message, invalid)
+        if result.code == Code.SUCCESS and len(placed) == len(pending):
+            self.queue.remove(root.key)
+        else:
+            self.queue.requeue_failed(root.key, now, len(pending))
+        return d
 
 
 def run_until_stable(store: Store, scheduler: Scheduler, *, max_cycles: int = 10_000_000) -> float:

@@ -1,0 +1,154 @@
+"""CompositePodGroup hierarchies (KEP-6012): evaluation of a tree, top-down, in one cycle.
+
+A composite node tries its placements (one per topology value, or one placement of all its parent's nodes);
+inside a placement its children are evaluated in creation order, each restricted to the placement, with no
+backtracking between siblings. After each child the composite's feasibility is checked over children
+(minGroupCount: success S >= M, keep going while S + R >= M). A placement's reservations are reverted after
+it is scored; the chosen placement's pod positions are re-reserved exactly. Everything is rolled back when
+the root fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .cycle import Code, GroupAttempt, GroupResult, run_group_cycle
+from .evaluator import Evaluator
+from .plugins import BoolArray
+from .podinfo import PodInfo
+from .topology import Placement, choose, most_allocated, place_with_topology, placements
+
+__all__ = ["GroupKey", "TreeNode", "TreeResult", "evaluate"]
+
+GroupKey = tuple[str, str, str]  # (kind, namespace, name)
+MAX_DEPTH = 4
+
+
+@dataclass(slots=True)
+class TreeNode:
+    """A PodGroup (with `attempt`) or a CompositePodGroup (with `children`) in a scheduling tree."""
+
+    key: GroupKey
+    gang: bool
+    min_count: int  # minCount for a PodGroup, minGroupCount for a composite
+    topology_key: str | None
+    children: list[TreeNode] = field(default_factory=list)
+    attempt: GroupAttempt | None = None
+    fixed_domains: set[str] = field(default_factory=set)
+    bound_nodes: list[str] = field(default_factory=list)  # nodes of members already running (PodGroups)
+
+    def walk(self) -> list[TreeNode]:
+        out = [self]
+        for c in self.children:
+            out.extend(c.walk())
+        return out
+
+
+@dataclass(slots=True)
+class TreeResult:
+    code: Code
+    message: str
+    placed: list[tuple[PodInfo, int]] = field(default_factory=list)
+    per_group: dict[GroupKey, tuple[Code, str]] = field(default_factory=dict)
+    failures: dict[tuple[str, str], str] = field(default_factory=dict)
+    revert: Callable[[], None] = lambda: None
+
+
+def _from_group(node: TreeNode, r: GroupResult) -> TreeResult:
+    return TreeResult(
+        r.code, r.message, list(r.placed), {node.key: (r.code, r.message)}, dict(r.failures), r.revert
+    )
+
+
+def _composite_feasibility(node: TreeNode, scheduled: int, remaining: int) -> tuple[Code, str]:
+    if not node.gang:
+        return (Code.SUCCESS if scheduled >= 1 else Code.WAIT, "no pod groups were schedulable")
+    m = node.min_count
+    message = f"minGroupCount ({m}) cannot be satisfied: {scheduled} scheduled, {remaining} remaining"
+    if scheduled + remaining < m:
+        return Code.UNSCHEDULABLE, message
+    return (Code.WAIT, message) if scheduled < m else (Code.SUCCESS, "")
+
+
+def _children(ev: Evaluator, node: TreeNode, nodes: BoolArray | None, use_limit: bool) -> TreeResult:
+    """Evaluate the children of a composite inside one placement."""
+    undo: list[Callable[[], None]] = []
+
+    def revert() -> None:
+        while undo:
+            undo.pop()()
+
+    result = TreeResult(Code.WAIT, "", revert=revert)
+    scheduled, remaining = 0, len(node.children)
+    result.code, result.message = _composite_feasibility(node, scheduled, remaining)
+    for child in node.children:
+        if result.code >= Code.UNSCHEDULABLE:
+            break
+        r = evaluate(ev, child, nodes, use_limit)
+        remaining -= 1
+        result.per_group.update(r.per_group)
+        result.failures.update(r.failures)
+        if r.code == Code.ERROR:
+            result.code, result.message = Code.ERROR, r.message
+            break
+        if r.code == Code.SUCCESS:
+            scheduled += 1
+            result.placed.extend(r.placed)
+            undo.append(r.revert)
+        result.code, result.message = _composite_feasibility(node, scheduled, remaining)
+    if result.code == Code.WAIT:
+        result.code = Code.UNSCHEDULABLE
+    if result.code != Code.SUCCESS:
+        revert()
+        result.placed = []
+    result.per_group[node.key] = (result.code, result.message)
+    return result
+
+
+def evaluate(
+    ev: Evaluator, node: TreeNode, candidates: BoolArray | None, use_limit: bool = False
+) -> TreeResult:
+    """Evaluate `node` and its subtree on `candidates`; on success the subtree stays reserved."""
+    if node.attempt is not None:
+        if node.topology_key:
+            group = place_with_topology(
+                ev, node.attempt, node.topology_key, candidates, node.fixed_domains, use_limit=use_limit
+            )
+        else:
+            group = run_group_cycle(ev, node.attempt, candidates)
+        return _from_group(node, group)
+    if not node.topology_key:
+        return _children(ev, node, candidates, use_limit)
+    options: list[Placement] = placements(ev.snap, node.topology_key, candidates)
+    if node.fixed_domains:
+        options = [p for p in options if p.value in node.fixed_domains]
+    first: TreeResult | None = None
+    feasible: list[tuple[int, TreeResult]] = []
+    scores: list[tuple[int, int]] = []
+    for i, p in enumerate(options):
+        r = _children(ev, node, p.nodes, use_limit)
+        first = first or r
+        if r.code == Code.ERROR:
+            return r
+        if r.code == Code.SUCCESS:
+            pods = len(r.placed) + sum(n.attempt.scheduled for n in node.walk() if n.attempt is not None)
+            scores.append((pods, most_allocated(ev.snap, p.nodes)))
+            feasible.append((i, r))
+            r.revert()
+    if not feasible:
+        status = first.message if first is not None else ""
+        message = f"0/{len(options)} placements are available, first placement status: {status}"
+        out = first or TreeResult(Code.UNSCHEDULABLE, message)
+        out.code, out.message = Code.UNSCHEDULABLE, message
+        out.per_group[node.key] = (out.code, message)
+        return out
+    _, best = feasible[choose(scores, ev)]
+    undo = [ev.snap.place(pi.key, n, ev.vector(pi)) for pi, n in best.placed]
+
+    def revert() -> None:
+        while undo:
+            undo.pop()()
+
+    best.revert = revert
+    return best
