@@ -98,3 +98,24 @@ def test_gate_off_prints_classic_pods() -> None:
     docs = list(yaml.safe_load_all(text))
     assert [d["kind"] for d in docs] == ["Job"] + ["Pod"] * 3
     assert all("schedulingGroup" not in d["spec"] for d in docs[1:])
+
+
+def test_what_the_expansion_creates_is_validated_too(tmp_path: Path) -> None:
+    """A JobSet's roles are plain dicts until expanded: their mistakes surface on the created objects,
+    under the JobSet's file, and nothing is printed."""
+    bad = tmp_path / "jobset.yaml"
+    bad.write_text(
+        "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {name: t, namespace: default}\n"
+        "spec:\n  replicatedJobs:\n  - name: w\n    template: {spec: {parallelism: 1, template: {spec: {\n"
+        "      restartPolicy: Never,\n"
+        '      containers: [{name: c, image: i, resources: {requests: {cpu: "-1"}}}]}}}}\n'
+    )
+    code, text, err = run("build", "-f", str(bad))
+    assert (code, text) == (1, "")
+    lines = err.splitlines()
+    assert [line.split(": ")[:2] for line in lines] == [
+        [str(bad), "Job default/t-w-0"],
+        [str(bad), lines[1].split(": ")[1]],
+    ]
+    assert lines[1].split(": ")[1].startswith("Pod default/t-w-0-")
+    assert all("requests[cpu]" in line for line in lines)

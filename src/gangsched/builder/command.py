@@ -7,14 +7,23 @@ The click command lives in cli.py with the other commands; this is its body, so 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ..api.errors import Problem
 from ..api.gates import FeatureGates
 from ..api.inputs import read_inputs
+from ..api.kinds import kind_info
+from ..api.loader import Loaded
+from ..api.validation import validate
 from .expand import expand_jobs
 from .output import dump_json, dump_yaml
 
 __all__ = ["build_manifests"]
+
+
+def _key(obj: Any) -> tuple[str, str, str]:
+    meta = obj.metadata
+    return (kind_info(obj).kind, meta.namespace or "", meta.name or "") if meta is not None else ("", "", "")
 
 
 def build_manifests(
@@ -23,7 +32,8 @@ def build_manifests(
     """(text, problems) for `gangsched build`: text is empty when there is any problem (nothing half-built).
 
     Inputs are loaded, defaulted and validated like every command's; every Job and JobSet is expanded
-    (expand_jobs); other objects pass through. `output` is `yaml` (multi-document) or `json` (a v1 List).
+    (expand_jobs); other objects pass through; the result is validated again, as a whole, so that what is
+    printed is what `gangsched validate` accepts. `output` is `yaml` (multi-document) or `json` (a v1 List).
     """
     result = read_inputs(paths, gates)
     if result.problems:
@@ -32,6 +42,18 @@ def build_manifests(
     objects, problems = expand_jobs(
         [item.obj for item in result.objects], gates=gates, file_of=lambda obj: files.get(id(obj), "")
     )
+    if problems:
+        return "", problems
+    # What build prints must be what validate accepts: check the created objects with the same rules,
+    # each under the file of the Job or JobSet it came from (expansions follow their source).
+    # Expanded Jobs are copies, so given objects are recognised by kind/namespace/name, not identity.
+    given = {_key(item.obj): item.file for item in result.objects}
+    loaded: list[Loaded] = []
+    file = ""
+    for order, obj in enumerate(objects):
+        file = given.get(_key(obj), file)
+        loaded.append(Loaded(obj, kind_info(obj), file, order))
+    problems = validate(loaded, gates)
     if problems:
         return "", problems
     return (dump_json(objects) + "\n" if output == "json" else dump_yaml(objects)), []
