@@ -198,7 +198,7 @@ def test_indexed_pods_carry_index_hostname_and_env() -> None:
         assert env.to_dict() == {
             "name": "JOB_COMPLETION_INDEX",
             "valueFrom": {
-                "fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}
+                "fieldRef": {"fieldPath": "metadata.labels['batch.kubernetes.io/job-completion-index']"}
             },
         }
 

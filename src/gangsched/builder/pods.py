@@ -98,7 +98,8 @@ def active_pod_count(job: batch_v1.Job) -> int:
 
 
 def _add_index_env(containers: list[core_v1.Container] | None) -> None:
-    field_path = f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']"
+    # From the label, as upstream does with PodIndexLabel (GA since v1.32, always on in v1.37).
+    field_path = f"metadata.labels['{COMPLETION_INDEX_ANNOTATION}']"
     for c in containers or []:
         if any(e.name == COMPLETION_INDEX_ENV for e in c.env or []):
             continue
