@@ -125,10 +125,28 @@ class Snapshot:
             k: np.array(v, dtype=np.int32) for k, v in per_key.items()
         }
         self._numeric: dict[str, npt.NDArray[np.float64]] = {}
+        self._domains: dict[
+            str, tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], list[tuple[str, int]]]
+        ] = {}
 
     def label_codes(self, key: str) -> npt.NDArray[np.int32]:
         codes = self.labels.get(key)
         return codes if codes is not None else np.full(len(self.node_names), -1, dtype=np.int32)
+
+    def domains(self, key: str) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp], list[tuple[str, int]]]:
+        """For summing per value of `key` exactly in int64: (node permutation grouping labelled nodes by
+        code, start offset of each code's run in it, (value, code) pairs sorted by value). Cached."""
+        cached = self._domains.get(key)
+        if cached is None:
+            codes = self.label_codes(key)
+            labelled = np.flatnonzero(codes >= 0)
+            perm = labelled[np.argsort(codes[labelled], kind="stable")]
+            n_codes = len(self.label_values.get(key, {}))
+            starts = np.searchsorted(codes[perm], np.arange(n_codes)).astype(np.intp)
+            ordered = sorted(self.label_values.get(key, {}).items())
+            cached = (perm, starts, ordered)
+            self._domains[key] = cached
+        return cached
 
     def label_numeric(self, key: str) -> npt.NDArray[np.float64]:
         """Label values parsed as integers (NaN where absent or not an integer), for Gt / Lt."""

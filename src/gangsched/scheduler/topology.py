@@ -1,14 +1,15 @@
 """Topology-aware placement (spec §4, KEP-5732): a group constrained to one value of a node label key.
 
 Placements are the distinct values of the key among the parent placement's nodes (unlabelled nodes are
-excluded). Each feasible placement is scored by PodGroupPodsCount (scheduled + proposed pods, normalised to
-0..100 by the best) plus NodeResourcesFit MostAllocated over the placement's summed requested/allocatable
-(0..100), weights 1; the highest total wins, ties broken by the seeded generator.
+excluded), in value order. Each feasible placement is scored by PodGroupPodsCount (scheduled + proposed pods,
+normalised to 0..100 by the best) plus NodeResourcesFit MostAllocated over the placement's summed
+requested/allocatable (0..100), weights 1; the highest total wins, ties broken by the seeded generator.
 
 When every pending pod of the group is of one equivalence class, the outcome of the pod-by-pod cycle inside
-a placement is known without running it: greedy placement fits min(pending, sum over nodes of how many such
-pods each node still takes). That is a few vector operations over all nodes, grouped by domain code with
-`bincount`, whatever the number of placements. Otherwise each placement runs the cycle and is reverted.
+a placement is known without running it: greedy placement fits min(pending, sum over the placement's nodes
+of how many such pods each node still takes). Capacities and MostAllocated sums for every placement come
+from a few `bincount`s over all nodes, whatever the number of placements. Otherwise each placement runs the
+cycle and is reverted. Only the chosen placement runs the real cycle, which picks the nodes.
 """
 
 from __future__ import annotations
@@ -18,30 +19,41 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .cycle import Code, GroupAttempt, GroupResult, feasibility, run_group_cycle
+from .cycle import Code, GroupAttempt, GroupResult, run_group_cycle
 from .evaluator import Evaluator
 from .plugins import BoolArray
 from .snapshot import CPU, MEMORY, Snapshot
 
-__all__ = ["Placement", "adaptive_placement_limit", "place_with_topology", "placements"]
+__all__ = ["Placement", "adaptive_placement_limit", "choose", "place_with_topology", "placements"]
 
 MAX_SCORE = 100
+Int64Array = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True, slots=True)
 class Placement:
+    """The nodes among `within` whose label code is `code`; the mask is built only when asked for."""
+
     value: str
-    nodes: BoolArray
+    code: int
+    codes: npt.NDArray[np.int32]
+    within: BoolArray
+
+    @property
+    def nodes(self) -> BoolArray:
+        mask: BoolArray = self.within & (self.codes == self.code)
+        return mask
 
 
 def placements(snap: Snapshot, key: str, candidates: BoolArray | None) -> list[Placement]:
     """One placement per value of `key` among `candidates` (all nodes when None), in value order."""
     codes = snap.label_codes(key)
     valid = codes >= 0 if candidates is None else (codes >= 0) & candidates
-    values = {code: value for value, code in snap.label_values.get(key, {}).items()}
-    present = np.unique(codes[valid])
-    out = [Placement(values[int(c)], valid & (codes == c)) for c in present]
-    return sorted(out, key=lambda p: p.value)
+    _, _, ordered = snap.domains(key)
+    if not ordered:
+        return []
+    present = np.bincount(codes[valid], minlength=len(ordered)) > 0
+    return [Placement(v, c, codes, valid) for v, c in ordered if present[c]]
 
 
 def adaptive_placement_limit(n_placements: int, n_nodes: int) -> int:
@@ -50,80 +62,73 @@ def adaptive_placement_limit(n_placements: int, n_nodes: int) -> int:
     return max(1, n_placements * percent // 100)
 
 
-def most_allocated(snap: Snapshot, nodes: BoolArray, extra_cpu: int = 0, extra_mem: int = 0) -> int:
+def most_allocated(snap: Snapshot, nodes: BoolArray) -> int:
     """MostAllocated over the placement's summed requested and allocatable, 0..100."""
     total = 0
-    for row, extra in ((CPU, extra_cpu), (MEMORY, extra_mem)):
+    for row in (CPU, MEMORY):
         alloc = int(snap.alloc[row, nodes].sum())
         if alloc > 0:
-            total += min(int(snap.used[row, nodes].sum()) + extra, alloc) * MAX_SCORE // alloc
+            total += min(int(snap.used[row, nodes].sum()), alloc) * MAX_SCORE // alloc
     return total // 2
 
 
-def choose(scores: list[tuple[int, int]], ev: Evaluator) -> int:
-    """Index of the best (pods count, most allocated) pair by normalised sum; ties at random."""
-    best_pods = max(p for p, _ in scores) or 1
-    totals = np.array([p * MAX_SCORE // best_pods + m for p, m in scores])
+def choose(pods: Int64Array, most: Int64Array, ev: Evaluator) -> int:
+    """Index of the best placement: pods count normalised by the best, plus MostAllocated; ties at random."""
+    best_pods = int(pods.max()) or 1
+    totals = pods * MAX_SCORE // best_pods + most
     winners = np.flatnonzero(totals == totals.max())
     return int(winners[0] if winners.size == 1 else winners[ev.rng.integers(winners.size)])
 
 
-def _single_class_capacity(
-    ev: Evaluator, attempt: GroupAttempt, codes: npt.NDArray[np.int32], valid: BoolArray
-) -> tuple[npt.NDArray[np.int64], int, int]:
-    """Per domain code: how many more pods of the group's one class fit; plus the class's cpu/mem request."""
+def _fast(ev: Evaluator, attempt: GroupAttempt, key: str, options: list[Placement]) -> tuple[Int64Array, ...]:
+    """(feasible option indexes, their pods counts, their MostAllocated) for a group of one class."""
     snap = ev.snap
+    valid = options[0].within
+    perm, starts, _ = snap.domains(key)
+    option_codes = np.array([p.code for p in options], dtype=np.intp)
     c = ev.equivalence_class(attempt.pods[0])
-    ok = valid & c.static_ok
     per_node = np.full(len(snap), np.iinfo(np.int64).max, dtype=np.int64)
     for row, v in c.vec.rows:
         per_node = np.minimum(per_node, (snap.alloc[row] - snap.used[row]) // v)
-    per_node = np.where(ok, np.maximum(per_node, 0), 0)
-    size = int(codes.max()) + 1 if codes.size else 0
-    capacity = np.bincount(codes[ok], weights=per_node[ok], minlength=size).astype(np.int64)
-    req = dict(c.vec.rows)
-    return capacity, req.get(CPU, 0), req.get(MEMORY, 0)
+    fits = valid & c.static_ok
 
+    def by_domain(mask: BoolArray, values: Int64Array) -> Int64Array:
+        # Exact int64 sums per label code (bincount would go through float64 and lose memory's low bits).
+        sums: Int64Array = np.add.reduceat((values * mask)[perm], starts)[option_codes]
+        return sums
 
-def _fast(
-    ev: Evaluator, attempt: GroupAttempt, key: str, options: list[Placement], limit: int | None
-) -> tuple[list[int], list[tuple[int, int]]]:
-    """Feasible placement indexes and their scores, for a group of one equivalence class."""
-    snap = ev.snap
-    codes = snap.label_codes(key)
-    valid = np.zeros(len(snap), dtype=bool)
-    for p in options:
-        valid |= p.nodes
-    capacity, cpu, mem = _single_class_capacity(ev, attempt, codes, valid)
-    feasible, scores = [], []
-    for i, p in enumerate(options):
-        code = snap.label_values[key][p.value]
-        placed = min(len(attempt.pods), int(capacity[code]) if code < capacity.size else 0)
-        code_ok, _ = feasibility(attempt, attempt.scheduled + placed, 0)
-        if code_ok != Code.SUCCESS or placed == 0:
-            continue
-        feasible.append(i)
-        scores.append((attempt.scheduled + placed, most_allocated(snap, p.nodes, placed * cpu, placed * mem)))
-        if limit is not None and len(feasible) >= limit:
-            break
-    return feasible, scores
+    placed = np.minimum(len(attempt.pods), by_domain(fits, np.maximum(per_node, 0)))
+    scheduled = attempt.scheduled + placed
+    ok = (placed > 0) & (scheduled >= (attempt.min_count if attempt.gang else 1))
+    request = dict(c.vec.rows)
+    most = np.zeros(len(options), dtype=np.int64)
+    for row in (CPU, MEMORY):
+        alloc = by_domain(valid, snap.alloc[row])
+        used = by_domain(valid, snap.used[row]) + placed * request.get(row, 0)
+        most += np.where(alloc > 0, np.minimum(used, alloc) * MAX_SCORE // np.maximum(alloc, 1), 0)
+    index = np.flatnonzero(ok)
+    return index, scheduled[index], most[index] // 2
 
 
 def _full(
-    ev: Evaluator, attempt: GroupAttempt, options: list[Placement], limit: int | None
-) -> tuple[list[int], list[tuple[int, int]], GroupResult | None]:
+    ev: Evaluator, attempt: GroupAttempt, options: list[Placement]
+) -> tuple[Int64Array, Int64Array, Int64Array, GroupResult | None]:
     """Run the cycle in every placement (reverting each); also the first result, for the failure message."""
-    feasible, scores, first = [], [], None
+    index, pods, most, first = [], [], [], None
     for i, p in enumerate(options):
         result = run_group_cycle(ev, attempt, p.nodes)
         first = first or result
         if result.code == Code.SUCCESS:
-            feasible.append(i)
-            scores.append((attempt.scheduled + len(result.placed), most_allocated(ev.snap, p.nodes)))
+            index.append(i)
+            pods.append(attempt.scheduled + len(result.placed))
+            most.append(most_allocated(ev.snap, p.nodes))
             result.revert()
-            if limit is not None and len(feasible) >= limit:
-                break
-    return feasible, scores, first
+    return (
+        np.array(index, dtype=np.int64),
+        np.array(pods, dtype=np.int64),
+        np.array(most, dtype=np.int64),
+        first,
+    )
 
 
 def place_with_topology(
@@ -138,33 +143,35 @@ def place_with_topology(
     """The group cycle under a topology constraint: choose the best placement and reserve the group in it.
 
     `fixed_domains` are the values of `key` on nodes where members already run: they pin the group there.
+    `use_limit` scores only the first feasible placements, as many as upstream's adaptive limit allows.
     On success the reservations stay (undo with `result.revert`); otherwise the snapshot is unchanged."""
     snap = ev.snap
     if len(fixed_domains) > 1:
+        domains = ", ".join(sorted(fixed_domains))
         return GroupResult(
-            Code.ERROR,
-            f"pods of the group are already scheduled in more than one {key} domain: "
-            + ", ".join(sorted(fixed_domains)),
+            Code.ERROR, f"pods of the group are already scheduled in several {key} domains: {domains}"
         )
     options = placements(snap, key, candidates)
     if fixed_domains:
         options = [p for p in options if p.value in fixed_domains]
     if not options:
         return GroupResult(Code.UNSCHEDULABLE, "0/0 placements are available")
-    limit = adaptive_placement_limit(len(options), len(snap)) if use_limit else None
-    one_class = len({pi.signature for pi in attempt.pods}) == 1
     first: GroupResult | None = None
-    if one_class:
-        feasible, scores = _fast(ev, attempt, key, options, limit)
+    if len({pi.signature for pi in attempt.pods}) == 1:
+        index, pods, most = _fast(ev, attempt, key, options)
     else:
-        feasible, scores, first = _full(ev, attempt, options, limit)
-    if not feasible:
+        index, pods, most, first = _full(ev, attempt, options)
+    if use_limit:
+        keep = adaptive_placement_limit(len(options), len(snap))
+        index, pods, most = index[:keep], pods[:keep], most[:keep]
+    if index.size == 0:
         first = first or run_group_cycle(ev, attempt, options[0].nodes)  # failed: left nothing behind
-        first.code = Code.UNSCHEDULABLE if first.code != Code.ERROR else first.code
+        if first.code != Code.ERROR:
+            first.code = Code.UNSCHEDULABLE
         first.message = f"0/{len(options)} placements are available, first placement status: {first.message}"
         first.placed = []
         return first
-    best = options[feasible[choose(scores, ev)]]
+    best = options[int(index[choose(pods, most, ev)])]
     result = run_group_cycle(ev, attempt, best.nodes)
     if result.code == Code.SUCCESS:
         result.domain = best.value

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .cycle import Code, GroupAttempt, GroupResult, run_group_cycle
 from .evaluator import Evaluator
 from .plugins import BoolArray
@@ -132,8 +134,8 @@ def evaluate(
         if r.code == Code.ERROR:
             return r
         if r.code == Code.SUCCESS:
-            pods = len(r.placed) + sum(n.attempt.scheduled for n in node.walk() if n.attempt is not None)
-            scores.append((pods, most_allocated(ev.snap, p.nodes)))
+            count = len(r.placed) + sum(n.attempt.scheduled for n in node.walk() if n.attempt is not None)
+            scores.append((count, most_allocated(ev.snap, p.nodes)))
             feasible.append((i, r))
             r.revert()
     if not feasible:
@@ -143,7 +145,9 @@ def evaluate(
         out.code, out.message = Code.UNSCHEDULABLE, message
         out.per_group[node.key] = (out.code, message)
         return out
-    _, best = feasible[choose(scores, ev)]
+    pods = np.array([p for p, _ in scores], dtype=np.int64)
+    most = np.array([m for _, m in scores], dtype=np.int64)
+    _, best = feasible[choose(pods, most, ev)]
     undo = [ev.snap.place(pi.key, n, ev.vector(pi)) for pi, n in best.placed]
 
     def revert() -> None:
