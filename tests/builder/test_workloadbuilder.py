@@ -316,3 +316,19 @@ def test_composite_tree_compiles_and_materialises_composite_groups() -> None:
 def test_template_names_must_be_unique_across_the_tree() -> None:
     root = CompositeWorkloadItem(name="x", children=[WorkloadItem(name="x")])
     assert [str(e) for e in Builder(root, options()).validate("spec")] == ['spec.name: Duplicate value: "x"']
+
+
+def test_tree_shape_limits() -> None:
+    deep: WorkloadItem | CompositeWorkloadItem = WorkloadItem(name="leaf")
+    for level in range(4):
+        deep = CompositeWorkloadItem(name=f"c{level}", children=[deep])
+    assert [str(e) for e in Builder(deep, options()).validate("spec")] == [
+        "spec.name: Invalid value: 5: the tree must be at most 4 levels deep"
+    ]
+    wide = CompositeWorkloadItem(name="root", children=[WorkloadItem(name=f"g{i}") for i in range(9)])
+    assert [str(e) for e in Builder(wide, options()).validate("spec")] == [
+        "spec.podGroupTemplates: Too many: 9: must have at most 8 items"
+    ]
+    assert [str(e) for e in Builder(CompositeWorkloadItem(name="r"), options()).validate("spec")] == [
+        "spec: Required value: a composite group needs at least one child"
+    ]

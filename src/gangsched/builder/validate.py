@@ -170,9 +170,10 @@ def _tree(
     if not options.disable_declarative_validation:
         errors.extend(_declarative(item, base))
     errors.extend(_complex(item, base, options))
+    if depth > MAX_TREE_DEPTH:
+        # Reported once, at the first item too deep; what is below it is not checked further.
+        return [*errors, invalid(name_path, depth, f"the tree must be at most {MAX_TREE_DEPTH} levels deep")]
     if isinstance(item, CompositeWorkloadItem):
-        if depth > MAX_TREE_DEPTH:
-            errors.append(invalid(base, depth, f"the tree must be at most {MAX_TREE_DEPTH} levels deep"))
         if not item.children:
             errors.append(required(base, "a composite group needs at least one child"))
         leaves = [c for c in item.children if isinstance(c, WorkloadItem)]
