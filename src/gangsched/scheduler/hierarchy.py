@@ -25,10 +25,38 @@ def gang_policy(obj: Any) -> tuple[bool, int]:
     return True, int(getattr(gang, "minCount", None) or getattr(gang, "minGroupCount", None) or 1)
 
 
-def topology_key(obj: Any) -> str | None:
-    constraints = obj.spec.schedulingConstraints
+def _own_topology_key(spec: Any) -> str | None:
+    constraints = spec.schedulingConstraints
     topology = constraints.topology if constraints is not None else None
     return topology[0].key if topology else None
+
+
+def _find_template(templates: list[Any] | None, name: str) -> Any | None:
+    for t in templates or []:
+        if t.name == name:
+            return t
+        found = _find_template(getattr(t, "podGroupTemplates", None), name) or _find_template(
+            getattr(t, "compositePodGroupTemplates", None), name
+        )
+        if found is not None:
+            return found
+    return None
+
+
+def topology_key(obj: Any, store: Any) -> str | None:
+    """The group's topology key: its own constraint, else that of the Workload template it references."""
+    own = _own_topology_key(obj.spec)
+    ref = obj.spec.workloadRef
+    if own is not None or ref is None:
+        return own
+    workload = store.get("Workload", (obj.metadata.namespace, ref.workloadName))
+    if workload is None:
+        return None
+    spec = workload.spec
+    template = _find_template(spec.podGroupTemplates, ref.templateName) or _find_template(
+        spec.compositePodGroupTemplates, ref.templateName
+    )
+    return _own_topology_key(template) if template is not None else None
 
 
 class Hierarchy:
@@ -139,7 +167,7 @@ class Hierarchy:
                 problem.append(f"composite pod group hierarchy is deeper than {MAX_DEPTH} levels")
             gang, minimum = gang_policy(obj)
             key: GroupKey = (kind, ns, obj.metadata.name)
-            tkey = topology_key(obj) if self.topology else None
+            tkey = topology_key(obj, self.store) if self.topology else None
             if kind == "PodGroup":
                 members = [self.pods[k] for k in self.members.get((ns, obj.metadata.name), ())]
                 todo = sorted((p for p in members if pending(p)), key=lambda p: (-p.priority, p.order))

@@ -298,7 +298,7 @@ class Scheduler:
 
     def _place_group(self, pg: Any, attempt: GroupAttempt, bound: list[PodInfo]) -> GroupResult:
         """The PodGroup cycle, inside the best topology domain when the group is constrained."""
-        key = topology_key(pg) if self.gates.topology_aware_workload_scheduling else None
+        key = topology_key(pg, self.store) if self.gates.topology_aware_workload_scheduling else None
         if key is None:
             return run_group_cycle(self._evaluator(), attempt)
         fixed = {d for pi in bound if (d := self._domain_of(pi.pod.spec.nodeName, key)) is not None}
