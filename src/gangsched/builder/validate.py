@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..api.errors import ErrorType, FieldError, duplicate, forbidden, invalid, required, too_many
+from ..api.errors import FieldError, duplicate, forbidden, invalid, required, too_many
 from .config import CompositeWorkloadItem, PodGroupConfig, WorkloadItem, join_path, resolve
 from .options import BuildOptions, DisruptionModeOption, SchedulingPolicyOption
 
@@ -43,12 +43,6 @@ def _union(path: str, block: Any, members: tuple[str, ...]) -> list[FieldError]:
     return []
 
 
-def _too_many(path: str, actual: int, maximum: int) -> FieldError:
-    # Upstream's field.TooMany says "item" for a maximum of 1; api.errors.too_many always says "items".
-    noun = "item" if maximum == 1 else "items"
-    return FieldError(ErrorType.TOO_MANY, path, actual, f"must have at most {maximum} {noun}")
-
-
 def _label_key_errors(path: str, key: str | None) -> list[FieldError]:
     if not key:
         return [required(path)]
@@ -66,7 +60,7 @@ def _topology_errors(path: str, constraints: Any) -> list[FieldError]:
     topology = constraints.topology
     errors: list[FieldError] = []
     if len(topology) > MAX_TOPOLOGY_CONSTRAINTS:
-        errors.append(_too_many(join_path(path, "topology"), len(topology), MAX_TOPOLOGY_CONSTRAINTS))
+        errors.append(too_many(join_path(path, "topology"), len(topology), MAX_TOPOLOGY_CONSTRAINTS))
     for i, constraint in enumerate(topology):
         errors.extend(_label_key_errors(join_path(path, "topology", f"[{i}]", "key"), constraint.key))
     return errors
