@@ -1,0 +1,250 @@
+"""The real kube-apiserver v1.37.2 the live tests run on: it serves the workload-scheduling APIs with our
+gates, accepts our objects unchanged, binds pods, and the real kube-scheduler v1.37.2 admits a gang whole (the
+reference for later side-by-side comparisons with gangsched)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+import pytest
+import yaml
+from lightkube import ApiError, Client, codecs
+from lightkube.models.core_v1 import (
+    Container,
+    ObjectReference,
+    PodSchedulingGroup,
+    PodSpec,
+    ResourceRequirements,
+)
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Pod
+from lightkube.resources.scheduling_v1beta1 import PodGroup
+
+from gangsched.live.controlplane import LocalControlPlane, ManagedProcess
+
+MANIFESTS = Path(__file__).parent / "manifests"
+EXAMPLES = list(yaml.safe_load_all((MANIFESTS / "workload-objects.yaml").read_text()))
+T = TypeVar("T")
+#: A schedulerName nobody serves: pods that tests bind by hand are never taken by a running kube-scheduler.
+UNSCHEDULED = "gangsched-test-nobody"
+MakeNode = Callable[..., Any]
+
+
+def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 60.0) -> T:
+    """Poll `probe` until it returns something truthy; fail naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.2)
+
+
+def pod(name: str, namespace: str, *, cpu: str = "1", group: str | None = None, **spec: Any) -> Pod:
+    """A one-container pod requesting `cpu`, in PodGroup `group` if given; more PodSpec fields as keywords."""
+    requests = ResourceRequirements(requests={"cpu": cpu})
+    body = PodSpec(
+        containers=[Container(name="c", image="registry.k8s.io/pause:3.10", resources=requests)], **spec
+    )
+    if group is not None:
+        body.schedulingGroup = PodSchedulingGroup(podGroupName=group)
+    return Pod(metadata=ObjectMeta(name=name, namespace=namespace), spec=body)
+
+
+def gang(name: str, namespace: str, min_count: int) -> Any:
+    return codecs.from_dict(
+        {
+            "apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
+        }
+    )
+
+
+def condition(obj: Any, kind: str) -> Any:
+    for c in (obj.status and obj.status.conditions) or []:
+        if c.type == kind:
+            return c
+    return None
+
+
+def test_server_reports_v1_37_2(control_plane: LocalControlPlane) -> None:
+    code, version = control_plane.request("GET", "/version")
+    assert code == 200
+    assert (version["gitVersion"], version["major"], version["minor"]) == ("v1.37.2", "1", "37")
+
+
+@pytest.mark.parametrize(
+    ("group_version", "resources"),
+    [
+        ("scheduling.k8s.io/v1beta1", {"podgroups", "podgroups/status", "workloads"}),
+        ("scheduling.k8s.io/v1alpha3", {"compositepodgroups", "compositepodgroups/status"}),
+    ],
+)
+def test_workload_apis_are_served(
+    control_plane: LocalControlPlane, group_version: str, resources: set[str]
+) -> None:
+    code, discovery = control_plane.request("GET", f"/apis/{group_version}")
+    assert code == 200, discovery
+    assert resources <= {r["name"] for r in discovery["resources"]}
+
+
+def test_anonymous_requests_are_refused(control_plane: LocalControlPlane) -> None:
+    import urllib.error
+    import urllib.request
+
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(f"{control_plane.server}/api/v1/nodes", context=control_plane.ssl_context())
+    assert e.value.code == 401
+
+
+@pytest.mark.parametrize("doc", EXAMPLES, ids=[f"{d['kind']}-{d['metadata']['name']}" for d in EXAMPLES])
+def test_example_round_trips_unchanged(kube_client: Client, namespace: str, doc: dict[str, Any]) -> None:
+    obj = codecs.from_dict({**doc, "metadata": {**doc["metadata"], "namespace": namespace}})
+    kube_client.create(obj)
+    back = kube_client.get(type(obj), doc["metadata"]["name"], namespace=namespace)
+    assert back.to_dict()["spec"] == obj.to_dict()["spec"]
+    assert back.apiVersion == doc["apiVersion"]
+
+
+def test_pod_with_scheduling_group_is_accepted(kube_client: Client, namespace: str) -> None:
+    kube_client.create(gang("workers", namespace, 2))
+    kube_client.create(pod("w0", namespace, group="workers", schedulerName=UNSCHEDULED))
+    back = kube_client.get(Pod, "w0", namespace=namespace)
+    assert back.spec.schedulingGroup.podGroupName == "workers"
+    # Immutable once set: the server refuses moving a pod to another group.
+    with pytest.raises(ApiError) as e:
+        kube_client.patch(
+            Pod, "w0", {"spec": {"schedulingGroup": {"podGroupName": "other"}}}, namespace=namespace
+        )
+    assert e.value.status.code == 422
+
+
+def test_binding_a_pod_to_a_fake_node(
+    control_plane: LocalControlPlane, kube_client: Client, namespace: str, make_node: MakeNode
+) -> None:
+    node = make_node("n1", {"cpu": "4"})
+    assert not node.spec.taints, "the not-ready taint must be gone from a Ready fake node"
+    ready = condition(node, "Ready")
+    assert (ready.status, node.status.allocatable["cpu"]) == ("True", "4")
+    kube_client.create(pod("p", namespace, schedulerName=UNSCHEDULED))
+    binding = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "p"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": node.metadata.name},
+    }
+    path = f"/api/v1/namespaces/{namespace}/pods/p/binding"
+    # The server answers a binding with a Status object, not a Binding; 201 means bound.
+    code, status = control_plane.request("POST", path, binding)
+    assert (code, status["kind"], status["status"]) == (201, "Status", "Success")
+    assert kube_client.get(Pod, "p", namespace=namespace).spec.nodeName == node.metadata.name
+    # A bound pod cannot be bound again.
+    code, status = control_plane.request("POST", path, binding)
+    assert (code, status["reason"]) == (409, "Conflict")
+
+
+def test_lightkube_create_binding_binds_but_cannot_decode_the_status(
+    kube_client: Client, namespace: str, make_node: MakeNode
+) -> None:
+    """lightkube 1.0.1 decodes the answer to create(Pod.Binding) as a Binding, but the server answers with a
+    Status: the pod IS bound and the call still raises. The live binder must not treat that as a failure
+    (and should not use this call); when lightkube fixes it, this test says so."""
+    node = make_node("n1")
+    kube_client.create(pod("p", namespace, schedulerName=UNSCHEDULED))
+    target = ObjectReference(kind="Node", name=node.metadata.name)
+    with pytest.raises(msgspec.ValidationError, match="missing required field `target`"):
+        kube_client.create(
+            Pod.Binding(metadata=ObjectMeta(name="p"), target=target), "p", namespace=namespace
+        )
+    assert kube_client.get(Pod, "p", namespace=namespace).spec.nodeName == node.metadata.name
+
+
+def _bound(kube_client: Client, namespace: str) -> dict[str, str | None]:
+    return {p.metadata.name: p.spec.nodeName for p in kube_client.list(Pod, namespace=namespace)}
+
+
+def test_kube_scheduler_admits_a_gang_whole(
+    kube_scheduler: ManagedProcess, kube_client: Client, namespace: str, make_node: MakeNode
+) -> None:
+    node = make_node("n1", {"cpu": "4"}).metadata.name
+    selector = {"gangsched.test/namespace": namespace}
+    kube_client.create(gang("g", namespace, 3))
+    for i in range(3):
+        kube_client.create(pod(f"g-{i}", namespace, group="g", nodeSelector=selector))
+    wait_for("3 pods bound", lambda: all(_bound(kube_client, namespace).values()))
+    assert _bound(kube_client, namespace) == {"g-0": node, "g-1": node, "g-2": node}
+    scheduled = wait_for(
+        "PodGroupInitiallyScheduled",
+        lambda: condition(kube_client.get(PodGroup, "g", namespace=namespace), "PodGroupInitiallyScheduled"),
+    )
+    assert (scheduled.status, scheduled.reason) == ("True", "Scheduled")
+
+
+def test_kube_scheduler_binds_no_member_of_a_gang_that_does_not_fit(
+    kube_scheduler: ManagedProcess, kube_client: Client, namespace: str, make_node: MakeNode
+) -> None:
+    # Two of the three 2-CPU members fit on the 4-CPU node: pod by pod they would be bound. As a gang: none.
+    make_node("n1", {"cpu": "4"})
+    selector = {"gangsched.test/namespace": namespace}
+    kube_client.create(gang("g", namespace, 3))
+    for i in range(3):
+        kube_client.create(pod(f"g-{i}", namespace, cpu="2", group="g", nodeSelector=selector))
+    failed = wait_for(
+        "PodGroupInitiallyScheduled",
+        lambda: condition(kube_client.get(PodGroup, "g", namespace=namespace), "PodGroupInitiallyScheduled"),
+    )
+    assert (failed.status, failed.reason) == ("False", "Unschedulable")
+    assert _bound(kube_client, namespace) == {"g-0": None, "g-1": None, "g-2": None}
+
+
+# Workload is not here: the server stores templates as given (no disruptionMode, priority or preemptionPolicy
+# filled in) where gangsched's defaults fill them in.
+MINIMAL = [
+    {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "pg"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}},
+    },
+    {
+        "apiVersion": "scheduling.k8s.io/v1alpha3",
+        "kind": "CompositePodGroup",
+        "metadata": {"name": "cpg"},
+        "spec": {
+            "workloadRef": {"workloadName": "wl", "templateName": "root"},
+            "schedulingPolicy": {"basic": {}},
+        },
+    },
+    {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {"schedulingGroup": {"podGroupName": "pg"}, "containers": [{"name": "c", "image": "pause"}]},
+    },
+]
+
+
+@pytest.mark.parametrize("doc", MINIMAL, ids=[d["kind"] for d in MINIMAL])
+def test_server_defaults_match_gangsched_defaults(
+    kube_client: Client, namespace: str, doc: dict[str, Any]
+) -> None:
+    """gangsched defaults what the API server defaults, the same way (the fields gangsched's engine reads)."""
+    from gangsched.api.defaults import apply_defaults
+
+    obj = codecs.from_dict({**doc, "metadata": {**doc["metadata"], "namespace": namespace}})
+    ours = codecs.from_dict(obj.to_dict())
+    assert apply_defaults([ours]) == []
+    server = kube_client.create(obj).to_dict()["spec"]
+    expected = ours.to_dict()["spec"]
+    # Compare what gangsched sets; the server also fills fields gangsched has no use for (dnsPolicy,
+    # a container's imagePullPolicy, ...).
+    expected.pop("containers", None)
+    assert {k: server.get(k) for k in expected} == expected
