@@ -10,11 +10,12 @@ import click
 from rich.console import Console
 
 from . import __version__
+from .api.defaults import apply_defaults
 from .api.errors import Problem
 from .api.gates import GATE_NAMES, FeatureGateError, FeatureGates
 from .api.inputs import read_inputs
 from .api.loader import display_path
-from .builder.command import build_manifests
+from .builder.command import build_manifests, expanded_inputs
 from .report.schedule_output import as_json, as_table, as_yaml
 from .schedule import schedule_objects
 
@@ -109,10 +110,12 @@ def schedule(paths: Sequence[str], gates: FeatureGates, output: str, seed: int, 
     """Schedule the given objects until nothing more can change and print the final state.
 
     Pods with spec.nodeName are already running; objects without creationTimestamp count as created in the
-    order they appear. Nothing is scheduled if any input is invalid (exit 1, one line per problem)."""
-    result = read_inputs(paths, gates)
-    _fail_on_problems(result.problems)
-    store = schedule_objects((item.obj for item in result.objects), gates, seed=seed, scoring=scoring)
+    order they appear; Jobs and JobSets are expanded as `build` shows. Nothing is scheduled if any input is
+    invalid (exit 1, one line per problem)."""
+    objects, problems = expanded_inputs(paths, gates)
+    _fail_on_problems(problems)
+    apply_defaults(objects)  # what the Job controller created goes through admission too (priorities)
+    store = schedule_objects(objects, gates, seed=seed, scoring=scoring)
     if output == "json":
         click.echo(json.dumps(as_json(store), indent=2))
     elif output == "yaml":

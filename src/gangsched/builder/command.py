@@ -18,7 +18,7 @@ from ..api.validation import validate
 from .expand import expand_jobs
 from .output import dump_json, dump_yaml
 
-__all__ = ["build_manifests"]
+__all__ = ["build_manifests", "expanded_inputs"]
 
 
 def _key(obj: Any) -> tuple[str, str, str]:
@@ -26,27 +26,23 @@ def _key(obj: Any) -> tuple[str, str, str]:
     return (kind_info(obj).kind, meta.namespace or "", meta.name or "") if meta is not None else ("", "", "")
 
 
-def build_manifests(
-    paths: Sequence[str], gates: FeatureGates, output: str = "yaml"
-) -> tuple[str, list[Problem]]:
-    """(text, problems) for `gangsched build`: text is empty when there is any problem (nothing half-built).
-
-    Inputs are loaded, defaulted and validated like every command's; every Job and JobSet is expanded
-    (expand_jobs); other objects pass through; the result is validated again, as a whole, so that what is
-    printed is what `gangsched validate` accepts. `output` is `yaml` (multi-document) or `json` (a v1 List).
-    """
+def expanded_inputs(paths: Sequence[str], gates: FeatureGates) -> tuple[list[Any], list[Problem]]:
+    """(objects, problems): the inputs loaded, defaulted and validated, every Job and JobSet expanded
+    (expand_jobs), and the result validated again as a whole, so that what `build` prints is what
+    `gangsched validate` accepts and what `schedule` runs on is what a cluster would hold. Objects are empty
+    when there is any problem (nothing half-built)."""
     result = read_inputs(paths, gates)
     if result.problems:
-        return "", list(result.problems)
+        return [], list(result.problems)
     files = {id(item.obj): item.file for item in result.objects}
     objects, problems = expand_jobs(
         [item.obj for item in result.objects], gates=gates, file_of=lambda obj: files.get(id(obj), "")
     )
     if problems:
-        return "", problems
-    # What build prints must be what validate accepts: check the created objects with the same rules,
-    # each under the file of the Job or JobSet it came from (expansions follow their source).
-    # Expanded Jobs are copies, so given objects are recognised by kind/namespace/name, not identity.
+        return [], problems
+    # Check the created objects with the same rules, each under the file of the Job or JobSet it came from
+    # (expansions follow their source). Expanded Jobs are copies, so given objects are recognised by
+    # kind/namespace/name, not identity.
     given = {_key(item.obj): item.file for item in result.objects}
     loaded: list[Loaded] = []
     file = ""
@@ -54,6 +50,15 @@ def build_manifests(
         file = given.get(_key(obj), file)
         loaded.append(Loaded(obj, kind_info(obj), file, order))
     problems = validate(loaded, gates)
+    return ([], problems) if problems else (objects, [])
+
+
+def build_manifests(
+    paths: Sequence[str], gates: FeatureGates, output: str = "yaml"
+) -> tuple[str, list[Problem]]:
+    """(text, problems) for `gangsched build`: text is empty when there is any problem (nothing half-built).
+    `output` is `yaml` (multi-document) or `json` (a v1 List)."""
+    objects, problems = expanded_inputs(paths, gates)
     if problems:
         return "", problems
     return (dump_json(objects) + "\n" if output == "json" else dump_yaml(objects)), []

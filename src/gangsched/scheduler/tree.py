@@ -139,8 +139,9 @@ def evaluate(
             feasible.append((i, r))
             r.revert()
     if not feasible:
-        status = first.message if first is not None else ""
-        message = f"0/{len(options)} placements are available, first placement status: {status}"
+        message = f"0/{len(options)} placements are available"
+        if first is not None:
+            message += f", first placement status: {first.message}"
         out = first or TreeResult(Code.UNSCHEDULABLE, message)
         out.code, out.message = Code.UNSCHEDULABLE, message
         out.per_group[node.key] = (out.code, message)
