@@ -90,12 +90,15 @@ def free_port() -> int:
 
 
 def _die_with_parent() -> None:
-    """In the child before exec: get SIGTERM when the process that started us dies (Linux prctl)."""
+    """In the child before exec: get SIGKILL when the process that started us dies (Linux prctl).
+
+    SIGKILL, not SIGTERM: orphaned, kube-apiserver's graceful shutdown and etcd's wait for its clients' watch
+    streams keep each other alive for a long time, and the data is throw-away anyway."""
     os.setsid()
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
         pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+        libc.prctl(pr_set_pdeathsig, int(signal.SIGKILL))
 
 
 @dataclass(slots=True)
