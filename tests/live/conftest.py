@@ -94,7 +94,9 @@ def kube_client(control_plane: LocalControlPlane) -> Client:
 @pytest.fixture(scope="session")
 def kube_scheduler(control_plane: LocalControlPlane) -> Iterator[ManagedProcess]:
     """kube-scheduler v1.37.2 (default-scheduler) against the session's API server, same feature gates.
-    Started by the first test that asks for it and kept for the rest of the session."""
+    Started by the first test that asks for it and kept for the rest of the session: pods meant for it should
+    select their own test's nodes (nodeSelector `gangsched.test/namespace: <namespace>`), pods bound by hand
+    should name another schedulerName."""
     proc = control_plane.start_scheduler()
     yield proc
     proc.stop()

@@ -4,6 +4,7 @@ reference for later side-by-side comparisons with gangsched)."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any, TypeVar
 import msgspec
 import pytest
 import yaml
-from lightkube import ApiError, Client, codecs
+from lightkube import ApiError, AsyncClient, Client, KubeConfig, codecs
 from lightkube.models.core_v1 import (
     Container,
     ObjectReference,
@@ -165,6 +166,24 @@ def test_lightkube_create_binding_binds_but_cannot_decode_the_status(
             Pod.Binding(metadata=ObjectMeta(name="p"), target=target), "p", namespace=namespace
         )
     assert kube_client.get(Pod, "p", namespace=namespace).spec.nodeName == node.metadata.name
+
+
+def test_async_client_lists_and_watches(control_plane: LocalControlPlane, namespace: str) -> None:
+    """The live scheduler's client: lightkube's AsyncClient on our kubeconfig lists, and watches a create."""
+
+    async def run() -> tuple[str, str]:
+        client = AsyncClient(KubeConfig.from_file(str(control_plane.kubeconfig)))
+        try:
+            await client.create(pod("a", namespace, schedulerName=UNSCHEDULED))
+            listed = [p.metadata.name async for p in client.list(Pod, namespace=namespace)]
+            assert listed == ["a"]
+            async for event, obj in client.watch(Pod, namespace=namespace, resource_version="0"):
+                return event, obj.metadata.name
+            raise AssertionError("watch ended without an event")
+        finally:
+            await client.close()
+
+    assert asyncio.run(asyncio.wait_for(run(), 30)) == ("ADDED", "a")
 
 
 def _bound(kube_client: Client, namespace: str) -> dict[str, str | None]:

@@ -339,6 +339,8 @@ class LocalControlPlane:
                 f"--config={config}",
                 f"--authentication-kubeconfig={self.kubeconfig}",
                 f"--authorization-kubeconfig={self.kubeconfig}",
+                # No client-certificate or request-header CA to look up in kube-system: tokens only.
+                "--authentication-skip-lookup=true",
                 "--bind-address=127.0.0.1",
                 f"--secure-port={port}",
                 f"--feature-gates={self.feature_gates_flag()}",
