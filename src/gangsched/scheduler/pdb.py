@@ -141,6 +141,8 @@ def split_by_violation(
 ) -> tuple[list[tuple[UnitT, int]], list[UnitT]]:
     """(violating units with how many of their pods break a budget, non-violating units), in the order
     given; budgets are spent in that order, as upstream."""
+    if not pdbs:
+        return [], list(units)
     allowed = [b.allowed for b in pdbs]
     violating: list[tuple[UnitT, int]] = []
     fine: list[UnitT] = []

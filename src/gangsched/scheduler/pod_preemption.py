@@ -76,7 +76,7 @@ def _victims_on_node(
                 violations += count
         return _Candidate(node, sort_by_importance(victims), violations)
     finally:
-        out.put_back_all()
+        out.restore()
 
 
 def preempt_pod(view: PreemptionView, pi: PodInfo) -> Preemption | str:

@@ -14,7 +14,7 @@ into evictions and nominations (postfilter.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +24,7 @@ from .cycle import Code, GroupResult
 from .evaluator import Evaluator
 from .pdb import Budget, budgets, split_by_violation
 from .podinfo import PodInfo, PodKey
+from .snapshot import PodVector
 from .victims import ObjectReader, VictimUnit, collect_units, sort_by_importance
 
 __all__ = [
@@ -53,7 +54,8 @@ class PreemptionView:
     group_preemption_policy: bool = True
 
     def budgets(self) -> list[Budget]:
-        return budgets(self.objects.list("PodDisruptionBudget"), [pi.pod for pi in self.pods.values()])
+        pdbs = list(self.objects.list("PodDisruptionBudget"))
+        return budgets(pdbs, [pi.pod for pi in self.pods.values()]) if pdbs else []
 
 
 @dataclass(slots=True)
@@ -70,34 +72,59 @@ class Preemption:
 
 
 class TakenOut:
-    """Victim units removed from the snapshot, each with the undos that put it back."""
+    """Victim units taken out of the snapshot and put back, as a stack of undos: `restore` unwinds it, so
+    the snapshot ends exactly as it was found whatever was taken and put back in between."""
 
     def __init__(self, view: PreemptionView) -> None:
         self.snap = view.ev.snap
-        self._undo: dict[int, list[Callable[[], None]]] = {}
-        self._nodes: dict[int, set[int]] = {}
+        self._undo: list[Callable[[], None]] = []
+        self._where: dict[PodKey, tuple[int, PodVector]] = {}
+        self._units_on: dict[int, dict[int, VictimUnit]] = {}  # node -> id(unit) -> unit
 
-    def take(self, unit: VictimUnit, node: int | None = None) -> None:
-        """Remove the unit's pods (only those on `node` when given)."""
+    def _record(self, unit: VictimUnit, node: int | None) -> list[PodKey]:
         placed = self.snap.placed
         keys = [
             pi.key for pi in unit.pods if pi.key in placed and (node is None or placed[pi.key][0] == node)
         ]
-        self._nodes.setdefault(id(unit), set()).update(placed[k][0] for k in keys)
-        self._undo.setdefault(id(unit), []).extend(self.snap.remove(k) for k in keys)
+        self._where.update((k, placed[k]) for k in keys)
+        return keys
 
-    def nodes(self, unit: VictimUnit) -> set[int]:
-        return self._nodes.get(id(unit), set())
+    def take_all(self, units: Sequence[VictimUnit]) -> None:
+        """Remove every pod of every unit at once."""
+        placed, where, units_on = self.snap.placed, self._where, self._units_on
+        for unit in units:
+            for pi in unit.pods:
+                entry = placed.get(pi.key)
+                if entry is not None:
+                    where[pi.key] = entry
+                    units_on.setdefault(entry[0], {})[id(unit)] = unit
+        self._undo.append(self.snap.remove_many([pi.key for unit in units for pi in unit.pods]))
+
+    def units_on(self, nodes: Iterable[int]) -> list[VictimUnit]:
+        """Units taken by `take_all` with a pod on any of `nodes`, each once."""
+        found: dict[int, VictimUnit] = {}
+        for node in nodes:
+            found.update(self._units_on.get(node, {}))
+        return list(found.values())
+
+    def take(self, unit: VictimUnit, node: int | None = None) -> None:
+        """Remove the unit's pods (only those on `node` when given)."""
+        self._undo.extend(self.snap.remove(k) for k in self._record(unit, node))
 
     def put_back(self, unit: VictimUnit) -> None:
-        for undo in reversed(self._undo.pop(id(unit), [])):
-            undo()
+        """Place again the unit's pods that were taken and are out now."""
+        placed, where = self.snap.placed, self._where
+        for pi in unit.pods:
+            if pi.key in where and pi.key not in placed:
+                self._undo.append(self.snap.place(pi.key, *where[pi.key]))
 
-    def put_back_all(self) -> None:
-        for undos in self._undo.values():
-            for undo in reversed(undos):
-                undo()
-        self._undo.clear()
+    def nodes(self, unit: VictimUnit) -> set[int]:
+        """The nodes the unit's taken pods were on."""
+        return {self._where[pi.key][0] for pi in unit.pods if pi.key in self._where}
+
+    def restore(self) -> None:
+        while self._undo:
+            self._undo.pop()()
 
 
 def terminating_by_preemption(pod: Any) -> bool:
@@ -126,6 +153,8 @@ def ineligibility(view: PreemptionView, policy: str, members: Sequence[PodInfo],
     snap = view.ev.snap
     nominated = {pi.pod.status.nominatedNodeName for pi in members if pi.pod.status is not None}
     nodes = {snap.index[n] for n in nominated if n and n in snap.index}
+    if not nodes:
+        return None
     for key, (node, _) in snap.placed.items():
         pi = view.pods.get(key)
         if (
@@ -140,8 +169,7 @@ def ineligibility(view: PreemptionView, policy: str, members: Sequence[PodInfo],
 
 def lower_priority_units(view: PreemptionView, priority: int) -> list[VictimUnit]:
     """Every preemption unit with priority strictly below `priority`."""
-    units = collect_units(view.ev.snap.placed, view.pods, view.objects)
-    return [u for u in units if u.priority < priority]
+    return collect_units(view.ev.snap.placed, view.pods, view.objects, below=priority)
 
 
 def _placements_fit(view: PreemptionView, rows_by_node: dict[int, set[int]], nodes: set[int]) -> bool:
@@ -162,7 +190,10 @@ def _reprieve(
     rows_by_node: dict[int, set[int]] = {}
     for pi, node in placed:
         rows_by_node.setdefault(node, set()).update(row for row, _ in view.ev.vector(pi).rows)
-    violating, fine = split_by_violation(sort_by_importance(units), view.budgets())
+    pdbs = view.budgets()
+    if not pdbs:  # order is all that matters then, and only among units sharing a node with the preemptor
+        units = out.units_on(rows_by_node)
+    violating, fine = split_by_violation(sort_by_importance(units), pdbs)
     victims = []
     for unit in [u for u, _ in violating] + fine:
         touched = out.nodes(unit) & rows_by_node.keys()
@@ -195,17 +226,16 @@ def preempt_pod_group(
     if not units:
         return NO_VICTIMS_FOR_GROUP
     out = TakenOut(view)
-    for unit in units:
-        out.take(unit)
+    out.take_all(units)
     result = rerun()
     if result.code != Code.SUCCESS:
-        out.put_back_all()
+        out.restore()
         return result.message
     try:
         victims = _reprieve(view, units, result.placed, out)
     finally:
         result.revert()
-        out.put_back_all()
+        out.restore()
     meta = pg.metadata
     return Preemption(
         preemptor=f"{meta.namespace}/{meta.name}",

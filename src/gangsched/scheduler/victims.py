@@ -104,33 +104,42 @@ class _Hierarchy:
 
 
 def collect_units(
-    bound: Iterable[PodKey], pods: Mapping[PodKey, PodInfo], objects: ObjectReader
+    bound: Iterable[PodKey], pods: Mapping[PodKey, PodInfo], objects: ObjectReader, below: int | None = None
 ) -> list[VictimUnit]:
-    """Every preemption unit among the `bound` pods, in first-seen order of their first pod."""
+    """Every preemption unit among the `bound` pods (only those of priority < `below` when given).
+
+    Pods are bucketed by PodGroup first, so each group's hierarchy is resolved once however many pods it has.
+    """
     hierarchy = _Hierarchy(objects)
-    units: list[VictimUnit] = []
-    by_group: dict[GroupRef, VictimUnit] = {}
+    lone: list[PodInfo] = []
+    by_group: dict[tuple[str, str], list[PodInfo]] = {}
     for key in bound:
         pi = pods.get(key)
         if pi is None:
             continue
-        whole: GroupRef | None = None
-        priority = pi.priority
-        if pi.group is not None:
-            whole, group_priority = hierarchy.resolve(pi.group)
-            priority = pi.priority if group_priority is None else group_priority
+        if pi.group is None:
+            lone.append(pi)
+        else:
+            by_group.setdefault(pi.group, []).append(pi)
+    units = [VictimUnit([pi], pi.priority) for pi in lone if below is None or pi.priority < below]
+    wholes: dict[GroupRef, VictimUnit] = {}
+    for group, members in by_group.items():
+        whole, group_priority = hierarchy.resolve(group)
         if whole is None:
-            units.append(VictimUnit([pi], priority))
+            units += [
+                VictimUnit([pi], pi.priority if group_priority is None else group_priority) for pi in members
+            ]
             continue
-        unit = by_group.get(whole)
+        unit = wholes.get(whole)
         if unit is None:
-            unit = VictimUnit([], priority, whole_group=whole)
-            by_group[whole] = unit
+            unit = wholes[whole] = VictimUnit(
+                [], members[0].priority if group_priority is None else group_priority
+            )
+            unit.whole_group = whole
             units.append(unit)
-        unit.pods.append(pi)
-        assert pi.group is not None
-        unit.member_groups.add(("PodGroup", *pi.group))
-    return units
+        unit.pods += members
+        unit.member_groups.add(("PodGroup", *group))
+    return [u for u in units if below is None or u.priority < below]
 
 
 def sort_by_importance(units: Sequence[VictimUnit]) -> list[VictimUnit]:
