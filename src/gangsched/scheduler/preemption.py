@@ -22,6 +22,7 @@ import numpy as np
 
 from .cycle import Code, GroupResult
 from .evaluator import Evaluator
+from .hierarchy import topology_key
 from .pdb import Budget, budgets, split_by_violation
 from .podinfo import PodInfo, PodKey
 from .snapshot import PodVector
@@ -214,8 +215,7 @@ def preempt_pod_group(
     `rerun` runs the group's cycle again on the evaluator's snapshot (upstream's podGroupSchedulingFunc);
     on success its reservations stay until its `revert` is called.
     """
-    constraints = pg.spec.schedulingConstraints
-    if constraints is not None and constraints.topology:
+    if topology_key(pg, view.objects) is not None:  # its own constraint or its Workload template's
         return NOT_WITH_TOPOLOGY
     priority = int(pg.spec.priority or 0)
     policy = (pg.spec.preemptionPolicy if view.group_preemption_policy else None) or pods[0].preemption_policy
