@@ -267,3 +267,15 @@ def test_server_defaults_match_gangsched_defaults(
     # a container's imagePullPolicy, ...).
     expected.pop("containers", None)
     assert {k: server.get(k) for k in expected} == expected
+
+
+def test_apiserver_restart_keeps_objects_address_and_credentials(
+    control_plane: LocalControlPlane, kube_client: Client, namespace: str
+) -> None:
+    """The later live tests restart the API server under gangsched: the same address, token and data after."""
+    kube_client.create(gang("g", namespace, 2))
+    server, pid = control_plane.server, control_plane.apiserver.pid if control_plane.apiserver else None
+    control_plane.restart_apiserver(kill=True)
+    assert control_plane.server == server
+    assert control_plane.apiserver is not None and control_plane.apiserver.pid != pid
+    assert kube_client.get(PodGroup, "g", namespace=namespace).spec.schedulingPolicy.gang.minCount == 2

@@ -137,14 +137,18 @@ class ManagedProcess:
         return "\n".join(text.splitlines()[-lines:])
 
     def stop(self, timeout: float = 15.0) -> None:
+        """SIGTERM, and SIGKILL after `timeout` seconds (at once for 0)."""
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
-            proc.terminate()
+            if timeout > 0:
+                proc.terminate()
+            else:
+                proc.kill()
             try:
                 proc.wait(timeout)
             except subprocess.TimeoutExpired:
                 proc.kill()
-                proc.wait(timeout)
+                proc.wait()
         if self._log is not None:
             self._log.close()
             self._log = None
@@ -279,8 +283,19 @@ class LocalControlPlane:
         self.etcd.start()
         self._wait(self.etcd, f"{self.etcd_url}/health", None, None, b'"health":"true"', timeout)
 
-    def _start_apiserver(self, timeout: float) -> None:
-        port = free_port()
+    def restart_apiserver(self, *, kill: bool = False, down: float = 0.0, timeout: float = 90.0) -> None:
+        """Stop kube-apiserver (SIGKILL if `kill`, else a graceful stop), stay down `down` seconds, start it
+        again on the same port with the same etcd; returns when it is ready. Clients and the kubeconfig stay
+        valid; watches drop, as in a real control-plane restart."""
+        if self.apiserver is None:
+            raise ControlPlaneError("kube-apiserver is not running")
+        port = int(self.server.rsplit(":", 1)[1])
+        self.apiserver.stop(timeout=0.0 if kill else 15.0)
+        time.sleep(down)
+        self._start_apiserver(timeout, port)
+
+    def _start_apiserver(self, timeout: float, port: int | None = None) -> None:
+        port = port or free_port()
         pki = self.workdir / "pki"
         self.server = f"https://127.0.0.1:{port}"
         self.apiserver = ManagedProcess(
