@@ -45,8 +45,15 @@ _ALL = [
 KINDS: dict[str, KindInfo] = {k.kind: k for k in _ALL}
 
 
+# Exact type -> KindInfo: the store asks for every object it holds.
+_BY_TYPE: dict[type, KindInfo] = {info.model: info for info in _ALL}
+
+
 def kind_info(obj: Any) -> KindInfo:
     """The KindInfo for a decoded model object."""
+    info = _BY_TYPE.get(type(obj))
+    if info is not None:
+        return info
     for info in _ALL:
         if isinstance(obj, info.model):
             return info

@@ -9,12 +9,14 @@ and score per node; when the snapshot changes, only the changed columns are reco
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from .domains import DomainSums
 from .plugins import (
     BoolArray,
     balanced_allocation,
@@ -49,6 +51,7 @@ class FitFailure:
 
 @dataclass(slots=True, eq=False)
 class _Class:
+    key: Hashable  # the pods' equivalence signature
     vec: PodVector
     static_ok: BoolArray
     static_rejections: list[tuple[BoolArray, str]]
@@ -72,6 +75,11 @@ class Evaluator:
             else node_resources_fit.most_allocated
         )
         self._classes: dict[Hashable, _Class] = {}
+        self._domain_sums: dict[tuple[Hashable, str], DomainSums] = {}
+        self._labelled: dict[str, BoolArray] = {}
+        self.root_placements: dict[str, list[Any]] = {}  # topology key -> placements over all nodes
+        self._last_mask: BoolArray | None = None
+        self._last_scope: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
 
     def _dynamic(self, c: _Class, cols: npt.NDArray[np.intp] | slice | set[int]) -> None:
         """Refresh fit and score on `cols`. A handful of columns (the usual case: the node the previous pod
@@ -117,6 +125,7 @@ class Evaluator:
                 static_ok &= ~mask
             n = len(snap)
             c = _Class(
+                key=pi.signature,
                 vec=snap.vector(pi.requests, pi.nonzero),
                 static_ok=static_ok,
                 static_rejections=rejections,
@@ -137,6 +146,24 @@ class Evaluator:
         c.synced = len(snap.changed)
         return c
 
+    def domain_sums(
+        self, name: Hashable, key: str, values_of: Callable[[npt.NDArray[np.intp]], npt.NDArray[np.int64]]
+    ) -> DomainSums:
+        """The DomainSums called `name` for topology key `key`, created on first use and then kept."""
+        sums = self._domain_sums.get((name, key))
+        if sums is None:
+            sums = DomainSums(self.snap, key, values_of)
+            self._domain_sums[(name, key)] = sums
+        return sums
+
+    def labelled(self, key: str) -> BoolArray:
+        """Nodes that carry label `key` (the same array object on every call)."""
+        mask = self._labelled.get(key)
+        if mask is None:
+            mask = self.snap.label_codes(key) >= 0
+            self._labelled[key] = mask
+        return mask
+
     def equivalence_class(self, pi: PodInfo) -> _Class:
         """The pod's class, refreshed: static verdict (`static_ok`), vector (`vec`), fit and score."""
         return self._class(pi)
@@ -145,31 +172,43 @@ class Evaluator:
         cached = self._classes.get(pi.signature)
         return cached.vec if cached is not None else self._class(pi).vec
 
+    def _scope(self, candidates: BoolArray) -> npt.NDArray[np.intp]:
+        """Indexes of the candidate nodes; a cycle passes the same mask for every pod, so keep the last."""
+        if candidates is not self._last_mask:
+            self._last_mask, self._last_scope = candidates, np.flatnonzero(candidates)
+        return self._last_scope
+
     def find_node(self, pi: PodInfo, candidates: BoolArray | None = None) -> int | FitFailure:
-        """The best node for `pi` among `candidates` (all nodes when None), or why there is none."""
+        """The best node for `pi` among `candidates` (all nodes when None), or why there is none.
+
+        Ties are broken by the generator among the tied nodes in node order, whether or not a candidate
+        mask restricts them, so the same state and seed give the same node."""
         c = self._class(pi)
-        masked = c.masked if candidates is None else np.where(candidates, c.masked, -1)
+        scope = None if candidates is None else self._scope(candidates)
+        masked = c.masked if scope is None else c.masked[scope]
         if c.taint_counts is None and c.affinity_weights is None:
             top = masked.max() if masked.size else -1
             if top < 0:
                 return self._failure(c, candidates)
             best = np.flatnonzero(masked == top)
-            return int(best[0] if best.size == 1 else best[self.rng.integers(best.size)])
+            pick = int(best[0] if best.size == 1 else best[self.rng.integers(best.size)])
+            return pick if scope is None else int(scope[pick])
         idx = np.flatnonzero(masked >= 0)
         if idx.size == 0:
             return self._failure(c, candidates)
+        nodes = idx if scope is None else scope[idx]
         total = masked[idx].copy()
         if c.taint_counts is not None:
-            counts = c.taint_counts[idx]
+            counts = c.taint_counts[nodes]
             top = counts.max()
             total += taint_toleration.WEIGHT * (100 - counts * 100 // top if top > 0 else 100)
         if c.affinity_weights is not None:
-            weights = c.affinity_weights[idx]
+            weights = c.affinity_weights[nodes]
             top = weights.max()
             if top > 0:
                 total += node_affinity.WEIGHT * (weights * 100 // top)
         best = np.flatnonzero(total == total.max())
-        return int(idx[best[0] if best.size == 1 else best[self.rng.integers(best.size)]])
+        return int(nodes[best[0] if best.size == 1 else best[self.rng.integers(best.size)]])
 
     def _failure(self, c: _Class, candidates: BoolArray | None) -> FitFailure:
         snap = self.snap

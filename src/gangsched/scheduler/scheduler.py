@@ -69,6 +69,7 @@ class Scheduler:
         self._gated: dict[PodKey, str] = {}
         self._gated_in_group: dict[tuple[str, str], set[PodKey]] = {}
         self._gating_reported: dict[PodKey, str] = {}
+        self._queue_entries: dict[tuple[str, str], tuple[RootKey, int, tuple[float, int]]] = {}
         self._order = 0
         self.cycles = 0
         self.hierarchy = Hierarchy(
@@ -98,6 +99,8 @@ class Scheduler:
         return ("Pod", *pi.key)
 
     def _on_change(self, change: Change) -> None:
+        if change.kind in ("PodGroup", "CompositePodGroup"):
+            self._queue_entries.clear()
         if change.kind == "Node":
             self._snap = self._ev = None
             self.queue.move_all_to_active()
@@ -216,17 +219,25 @@ class Scheduler:
                 self._gated_in_group.setdefault(pi.group, set()).add(pi.key)
             return
         self._ungate(pi.key, pi.group)
-        root = self._root_of(pi)
-        kind = root[0]
-        priority = pi.priority
-        if kind != "Pod":
-            group = self.store.get(kind, (root[1], root[2]))
-            priority = int(group.spec.priority or 0) if group is not None else priority
-        timestamp = self.store.timestamp(kind, (root[1], root[2]))
+        root, priority, timestamp = self._queue_entry(pi)
         if root in self.queue:
             self.queue.move_to_active(root)
         else:
             self.queue.add(root, priority, timestamp)
+
+    def _queue_entry(self, pi: PodInfo) -> tuple[RootKey, int, tuple[float, int]]:
+        """(root, priority, timestamp) under which the pod is queued. For group members it is the same for
+        the whole group, so it is kept until a PodGroup or CompositePodGroup changes."""
+        if pi.group is None:
+            return ("Pod", *pi.key), pi.priority, self.store.timestamp("Pod", pi.key)
+        entry = self._queue_entries.get(pi.group)
+        if entry is None:
+            root = self._root_of(pi)
+            group = self.store.get(root[0], (root[1], root[2]))
+            priority = int(group.spec.priority or 0) if group is not None else pi.priority
+            entry = (root, priority, self.store.timestamp(root[0], (root[1], root[2])))
+            self._queue_entries[pi.group] = entry
+        return entry
 
     # --- cycles ---------------------------------------------------------------------------------------------
     def sync(self) -> None:

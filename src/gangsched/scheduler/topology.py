@@ -45,10 +45,19 @@ class Placement:
         return mask
 
 
-def placements(snap: Snapshot, key: str, candidates: BoolArray | None) -> list[Placement]:
-    """One placement per value of `key` among `candidates` (all nodes when None), in value order."""
+def placements(ev: Evaluator, key: str, candidates: BoolArray | None) -> list[Placement]:
+    """One placement per value of `key` among `candidates` (all nodes when None), in value order. Without
+    candidates the list is the same for every group of the cycle's snapshot, and kept."""
+    snap = ev.snap
+    if candidates is None:
+        cached = ev.root_placements.get(key)
+        if cached is None:
+            codes = snap.label_codes(key)
+            cached = [Placement(v, c, codes, ev.labelled(key)) for v, c in snap.domains(key)[2]]
+            ev.root_placements[key] = cached
+        return cached
     codes = snap.label_codes(key)
-    valid = codes >= 0 if candidates is None else (codes >= 0) & candidates
+    valid = (codes >= 0) & candidates
     _, _, ordered = snap.domains(key)
     if not ordered:
         return []
@@ -81,31 +90,62 @@ def choose(pods: Int64Array, most: Int64Array, ev: Evaluator) -> int:
 
 
 def _fast(ev: Evaluator, attempt: GroupAttempt, key: str, options: list[Placement]) -> tuple[Int64Array, ...]:
-    """(feasible option indexes, their pods counts, their MostAllocated) for a group of one class."""
+    """(feasible option indexes, their pods counts, their MostAllocated) for a group of one class.
+
+    With no parent placement the per-domain sums are kept incrementally by the evaluator; inside a parent
+    placement they are summed afresh over the parent's nodes."""
     snap = ev.snap
-    valid = options[0].within
-    perm, starts, _ = snap.domains(key)
-    option_codes = np.array([p.code for p in options], dtype=np.intp)
     c = ev.equivalence_class(attempt.pods[0])
-    per_node = np.full(len(snap), np.iinfo(np.int64).max, dtype=np.int64)
-    for row, v in c.vec.rows:
-        per_node = np.minimum(per_node, (snap.alloc[row] - snap.used[row]) // v)
-    fits = valid & c.static_ok
+    option_codes = np.array([p.code for p in options], dtype=np.intp)
+    request = dict(c.vec.rows)
 
-    def by_domain(mask: BoolArray, values: Int64Array) -> Int64Array:
-        # Exact int64 sums per label code (bincount would go through float64 and lose memory's low bits).
-        sums: Int64Array = np.add.reduceat((values * mask)[perm], starts)[option_codes]
-        return sums
+    def capacity(cols: npt.NDArray[np.intp]) -> Int64Array:
+        free = np.full(len(cols), np.iinfo(np.int64).max, dtype=np.int64)
+        for row, v in c.vec.rows:
+            free = np.minimum(free, (snap.alloc[row, cols] - snap.used[row, cols]) // v)
+        out: Int64Array = np.where(c.static_ok[cols], np.maximum(free, 0), 0)
+        return out
 
-    placed = np.minimum(len(attempt.pods), by_domain(fits, np.maximum(per_node, 0)))
+    def alloc(cols: npt.NDArray[np.intp]) -> Int64Array:
+        return snap.alloc[CPU : MEMORY + 1, cols]
+
+    def used(cols: npt.NDArray[np.intp]) -> Int64Array:
+        return snap.used[CPU : MEMORY + 1, cols]
+
+    within = options[0].within
+    if within is ev.labelled(key):  # every labelled node: the kept sums apply
+        cap = ev.domain_sums(("capacity", c.key), key, capacity).current()[option_codes]
+        allocs = ev.domain_sums("alloc", key, alloc).current()[:, option_codes]
+        useds = ev.domain_sums("used", key, used).current()[:, option_codes]
+        sums = {
+            (what, row): arr[i]
+            for what, arr in (("alloc", allocs), ("used", useds))
+            for i, row in enumerate((CPU, MEMORY))
+        }
+    else:
+        perm, starts, _ = snap.domains(key)
+        all_cols = np.arange(len(snap), dtype=np.intp)
+
+        def fresh(values: Int64Array) -> Int64Array:
+            # Exact int64 sums per label code (bincount would go through float64 and lose memory's low bits).
+            out: Int64Array = np.add.reduceat((values * within)[perm], starts)[option_codes]
+            return out
+
+        cap = fresh(capacity(all_cols))
+        allocs, useds = alloc(all_cols), used(all_cols)
+        sums = {
+            (what, row): fresh(arr[i])
+            for what, arr in (("alloc", allocs), ("used", useds))
+            for i, row in enumerate((CPU, MEMORY))
+        }
+    placed = np.minimum(len(attempt.pods), cap)
     scheduled = attempt.scheduled + placed
     ok = (placed > 0) & (scheduled >= (attempt.min_count if attempt.gang else 1))
-    request = dict(c.vec.rows)
     most = np.zeros(len(options), dtype=np.int64)
     for row in (CPU, MEMORY):
-        alloc = by_domain(valid, snap.alloc[row])
-        used = by_domain(valid, snap.used[row]) + placed * request.get(row, 0)
-        most += np.where(alloc > 0, np.minimum(used, alloc) * MAX_SCORE // np.maximum(alloc, 1), 0)
+        a = sums[("alloc", row)]
+        u = sums[("used", row)] + placed * request.get(row, 0)
+        most += np.where(a > 0, np.minimum(u, a) * MAX_SCORE // np.maximum(a, 1), 0)
     index = np.flatnonzero(ok)
     return index, scheduled[index], most[index] // 2
 
@@ -151,7 +191,7 @@ def place_with_topology(
         return GroupResult(
             Code.ERROR, f"pods of the group are already scheduled in several {key} domains: {domains}"
         )
-    options = placements(snap, key, candidates)
+    options = placements(ev, key, candidates)
     if fixed_domains:
         options = [p for p in options if p.value in fixed_domains]
     if not options:

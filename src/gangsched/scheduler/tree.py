@@ -122,7 +122,7 @@ def evaluate(
         return _from_group(node, group)
     if not node.topology_key:
         return _children(ev, node, candidates, use_limit)
-    options: list[Placement] = placements(ev.snap, node.topology_key, candidates)
+    options: list[Placement] = placements(ev, node.topology_key, candidates)
     if node.fixed_domains:
         options = [p for p in options if p.value in node.fixed_domains]
     first: TreeResult | None = None
