@@ -1,0 +1,83 @@
+"""What a preemption Decision carries besides evictions: nominations, DisruptionTarget conditions on victim
+pods and on groups evicted whole, Preempted events worded as upstream's executor words them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from gangsched.api.gates import FeatureGates
+from gangsched.scheduler import Decision, Scheduler, run_until_stable
+from gangsched.store import Store
+
+from ..scenarios.harness import load_objects, run_scenario
+
+SCENARIOS = Path(__file__).parent.parent / "scenarios" / "preemption"
+TARGET = ("DisruptionTarget", "True", "PreemptionByScheduler")
+
+
+def _first_decision(name: str) -> tuple[Store, Scheduler, Decision | None]:
+    spec = yaml.safe_load((SCENARIOS / name).read_text())
+    store = Store()
+    store.add_all(load_objects(spec["objects"], name, FeatureGates()))
+    scheduler = Scheduler(store, FeatureGates(), seed=0)
+    decision = scheduler.schedule_one(0.0)
+    return store, scheduler, decision
+
+
+def test_group_preemptor_nominates_evicts_and_binds_only_in_a_later_cycle() -> None:
+    store, scheduler, d = _first_decision("full.yaml")
+    assert d is not None
+    assert not d.bindings
+    assert sorted((n.pod[1], n.node) for n in d.nominations) == [
+        ("p1", "node-1"),
+        ("p2", "node-1"),
+        ("p3", "node-1"),
+    ]
+    assert sorted(e.pod[1] for e in d.evictions) == ["v1", "v2", "v3"]
+    pod_targets = {
+        c.key[1]: c.condition for c in d.conditions if c.kind == "Pod" and c.condition.type == TARGET[0]
+    }
+    assert set(pod_targets) == {"v1", "v2", "v3"}
+    assert {(c.type, c.status, c.reason, c.message) for c in pod_targets.values()} == {
+        (*TARGET, "default-scheduler: preempting to accommodate a higher priority podgroup")
+    }
+    preempted = [e for e in d.events if e.reason == "Preempted"]
+    assert [(e.type, e.object, e.message) for e in preempted] == [
+        ("Normal", f"Pod default/{v}", "Preempted by podgroup default/pg on node cluster")
+        for v in ("v1", "v2", "v3")
+    ]
+    store.apply(d)
+    assert all(store.get("Pod", ("default", f"p{i}")).status.nominatedNodeName == "node-1" for i in (1, 2, 3))
+    run_until_stable(store, scheduler)
+    assert all(store.get("Pod", ("default", f"p{i}")).spec.nodeName == "node-1" for i in (1, 2, 3))
+
+
+def test_groups_evicted_whole_get_disruption_target() -> None:
+    store = run_scenario(SCENARIOS / "composite-all-victim.yaml")
+    marked = {
+        (kind, g.metadata.name): [(c.type, c.status, c.reason, c.message) for c in g.status.conditions]
+        for kind in ("CompositePodGroup", "PodGroup")
+        for g in store.list(kind)
+        if g.status is not None and g.status.conditions
+    }
+    expected = [(*TARGET, "default-scheduler: preempting to accommodate a higher priority pod")]
+    assert marked == {
+        ("CompositePodGroup", "root"): expected,
+        ("PodGroup", "g1"): expected,
+        ("PodGroup", "g2"): expected,
+    }
+    node = store.get("Pod", ("default", "lone")).spec.nodeName
+    assert (
+        sorted(e.message for e in store.events if e.reason == "Preempted")
+        == [f"Preempted by pod default/lone on node {node}"] * 4
+    )
+
+
+def test_single_mode_members_leave_their_group_unmarked() -> None:
+    store = run_scenario(SCENARIOS / "kep-single-victims-gang-preemptor.yaml")
+    victims = store.get("PodGroup", ("default", "victims"))
+    assert not [
+        c for c in (victims.status.conditions if victims.status else None) or [] if c.type == TARGET[0]
+    ]
