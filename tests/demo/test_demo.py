@@ -1,0 +1,49 @@
+"""`gangsched demo`: the 8-GPU story's figures, from run_demo and from the command as a person runs it."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from gangsched.cli import main
+from gangsched.demo import DemoStep, run_demo
+
+WIDE = {"COLUMNS": "200"}  # rich wraps table cells to the terminal width
+
+
+def _steps() -> list[DemoStep]:
+    return run_demo(seed=0)
+
+
+def test_pod_by_pod_ends_split_four_and_four_with_no_job_running() -> None:
+    last = _steps()[-1].pod_by_pod
+    assert (last.bound, last.idle_gpus, last.runnable) == ({"train-a": 4, "train-b": 4}, 0, [])
+    assert set(last.waiting) == {"train-a", "train-b"}
+    assert all(
+        why.startswith("0/2 nodes are available: 2 Insufficient nvidia.com/gpu.")
+        for why in last.waiting.values()
+    )
+
+
+def test_pod_by_pod_passes_through_three_and_three_with_two_gpus_idle() -> None:
+    states = {s.arrived: s.pod_by_pod for s in _steps()}
+    assert (states[6].bound, states[6].idle_gpus, states[6].runnable) == ({"train-a": 3, "train-b": 3}, 2, [])
+
+
+def test_gang_admits_train_a_whole_and_train_b_waits_with_two_gpus_idle() -> None:
+    last = _steps()[-1].gang
+    assert (last.bound, last.idle_gpus, last.runnable) == ({"train-a": 6, "train-b": 0}, 2, ["train-a"])
+    assert last.waiting["train-b"].startswith("minCount (6) cannot be satisfied: 2 scheduled, 3 remaining")
+
+
+def test_gang_never_holds_a_partial_job() -> None:
+    for step in _steps():
+        assert set(step.gang.bound.values()) <= {0, 6}, step
+
+
+def test_command_prints_both_worlds_side_by_side() -> None:
+    result = CliRunner().invoke(main, ["demo"], env=WIDE)
+    assert result.exit_code == 0, result.output
+    assert "A 4/6  B 4/6  idle 0  running: none" in result.output
+    assert "A 3/6  B 3/6  idle 2  running: none" in result.output
+    assert "A 6/6  B 0/6  idle 2  running: train-a" in result.output
+    assert "gang: train-a admitted whole; 2 GPUs stay free" in result.output

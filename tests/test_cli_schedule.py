@@ -1,0 +1,105 @@
+"""`gangsched schedule` through click, against DESIGN.md's command-line contract."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from gangsched.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+EIGHT_GPU = "examples/eight-gpu/eight-gpu.yaml"
+INVALID = Path("examples/invalid")
+WIDE = {"COLUMNS": "250"}  # rich wraps table cells to the terminal width
+
+POD_KEYS = {"namespace", "name", "nodeName", "nominatedNodeName", "reason", "message"}
+GROUP_KEYS = {"namespace", "name", "conditions"}
+CONDITION_KEYS = {"type", "status", "reason", "message"}
+
+
+@pytest.fixture(autouse=True)
+def _from_repo_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)  # problem lines name files as given, relative to where the command runs
+
+
+def schedule(*args: str, stdin: str | None = None) -> Any:
+    return CliRunner().invoke(main, ["schedule", *args], input=stdin, env=WIDE)
+
+
+def as_json(*args: str, stdin: str | None = None) -> dict[str, Any]:
+    result = schedule(*args, "-o", "json", stdin=stdin)
+    assert result.exit_code == 0, result.output
+    parsed: dict[str, Any] = json.loads(result.stdout)
+    return parsed
+
+
+def placements(out: dict[str, Any]) -> dict[str, str | None]:
+    return {f"{p['namespace']}/{p['name']}": p["nodeName"] for p in out["pods"]}
+
+
+def test_json_has_the_contract_keys_and_the_gang_decision() -> None:
+    out = as_json("-f", EIGHT_GPU)
+    assert set(out) == {"pods", "podGroups", "compositePodGroups", "evictions", "events"}
+    assert all(set(p) == POD_KEYS for p in out["pods"])
+    assert all(set(g) == GROUP_KEYS for g in out["podGroups"])
+    assert all(set(c) == CONDITION_KEYS for g in out["podGroups"] for c in g["conditions"])
+    assert all(set(e) == {"type", "reason", "object", "message"} for e in out["events"])
+    assert out["evictions"] == [] and out["compositePodGroups"] == []
+    bound = [p for p in out["pods"] if p["nodeName"]]
+    assert sorted({p["name"].rsplit("-", 2)[0] for p in bound}) == ["train-a"] and len(bound) == 6
+    waiting = [p for p in out["pods"] if not p["nodeName"]]
+    assert len(waiting) == 6 and all(p["reason"] == "Unschedulable" and p["message"] for p in waiting)
+    conditions = {g["name"]: g["conditions"][0] for g in out["podGroups"]}
+    assert (conditions["train-a"]["status"], conditions["train-a"]["reason"]) == ("True", "Scheduled")
+    assert (conditions["train-b"]["status"], conditions["train-b"]["reason"]) == ("False", "Unschedulable")
+    assert sum(e["reason"] == "Scheduled" for e in out["events"]) == 6
+
+
+def test_generic_workload_off_schedules_pod_by_pod() -> None:
+    out = as_json("-f", EIGHT_GPU, "--feature-gates", "GenericWorkload=false")
+    bound = [p["name"] for p in out["pods"] if p["nodeName"]]
+    assert (
+        sum(n.startswith("train-a") for n in bound) == 4 and sum(n.startswith("train-b") for n in bound) == 4
+    )
+
+
+def test_yaml_output_fed_back_gives_the_same_placements() -> None:
+    first = schedule("-f", EIGHT_GPU, "-o", "yaml")
+    assert first.exit_code == 0, first.output
+    again = as_json("-f", "-", stdin=first.stdout)
+    assert placements(again) == placements(as_json("-f", EIGHT_GPU))
+    conditions = {g["name"]: g["conditions"][0]["reason"] for g in again["podGroups"]}
+    assert conditions == {"train-a": "Scheduled", "train-b": "Unschedulable"}
+
+
+def test_table_lists_pods_with_their_nodes_and_groups() -> None:
+    result = schedule("-f", EIGHT_GPU, "-o", "table")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    for key, node in placements(as_json("-f", EIGHT_GPU)).items():
+        row = next(line for line in lines if f" {key.split('/')[1]} " in line)
+        assert (node or " - ") in row, row
+    assert any("train-b" in line and "Unschedulable" in line for line in lines)
+
+
+@pytest.mark.parametrize("bad", ["missing-name", "job-mincount-zero"])
+def test_invalid_input_exits_1_with_one_line_per_problem_and_schedules_nothing(bad: str) -> None:
+    result = schedule("-f", EIGHT_GPU, "-f", str(INVALID / f"{bad}.yaml"), "-o", "json")
+    assert result.exit_code == 1
+    assert result.stdout == ""  # nothing scheduled, nothing printed as a result
+    expected = (INVALID / f"{bad}.expected").read_text().splitlines()
+    assert result.stderr.splitlines() == expected
+
+
+def test_two_invalid_files_give_every_problem() -> None:
+    result = schedule("-f", str(INVALID / "missing-name.yaml"), "-f", str(INVALID / "job-mincount-zero.yaml"))
+    assert result.exit_code == 1 and result.stdout == ""
+    expected = [
+        *(INVALID / "missing-name.expected").read_text().splitlines(),
+        *(INVALID / "job-mincount-zero.expected").read_text().splitlines(),
+    ]
+    assert result.stderr.splitlines() == expected
