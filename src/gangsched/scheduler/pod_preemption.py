@@ -81,12 +81,15 @@ def _victims_on_node(
 
 def preempt_pod(view: PreemptionView, pi: PodInfo) -> Preemption | str:
     """Default preemption for `pi`; a message (without upstream's prefix) when there is none."""
-    reason = ineligibility(view, pi.preemption_policy, [pi], pi.priority)
-    if reason is not None:
-        return reason
     ev = view.ev
     snap = ev.snap
     cls = ev.equivalence_class(pi)
+    nominated = snap.index.get((pi.pod.status.nominatedNodeName if pi.pod.status else None) or "")
+    # A nominated node the pod can no longer use at all (UnschedulableAndUnresolvable) does not hold it back.
+    members = [pi] if nominated is None or cls.static_ok[nominated] else []
+    reason = ineligibility(view, pi.preemption_policy, members, pi.priority)
+    if reason is not None:
+        return reason
     potential = np.flatnonzero(cls.static_ok)
     histogram: Counter[str] = Counter({NOT_HELPFUL: len(snap) - potential.size})
     by_node: dict[int, list[VictimUnit]] = {}

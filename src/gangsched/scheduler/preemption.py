@@ -80,7 +80,7 @@ class TakenOut:
         self.snap = view.ev.snap
         self._undo: list[Callable[[], None]] = []
         self._where: dict[PodKey, tuple[int, PodVector]] = {}
-        self._units_on: dict[int, dict[int, VictimUnit]] = {}  # node -> id(unit) -> unit
+        self._taken: list[VictimUnit] = []
 
     def _record(self, unit: VictimUnit, node: int | None) -> list[PodKey]:
         placed = self.snap.placed
@@ -91,22 +91,15 @@ class TakenOut:
         return keys
 
     def take_all(self, units: Sequence[VictimUnit]) -> None:
-        """Remove every pod of every unit at once."""
-        placed, where, units_on = self.snap.placed, self._where, self._units_on
-        for unit in units:
-            for pi in unit.pods:
-                entry = placed.get(pi.key)
-                if entry is not None:
-                    where[pi.key] = entry
-                    units_on.setdefault(entry[0], {})[id(unit)] = unit
+        """Remove every pod of every unit at once (thousands of pods: no per-pod Python work but a list)."""
+        self._where.update(self.snap.placed)  # where each pod was; copying the dict beats looking them up
+        self._taken = list(units)
         self._undo.append(self.snap.remove_many([pi.key for unit in units for pi in unit.pods]))
 
     def units_on(self, nodes: Iterable[int]) -> list[VictimUnit]:
-        """Units taken by `take_all` with a pod on any of `nodes`, each once."""
-        found: dict[int, VictimUnit] = {}
-        for node in nodes:
-            found.update(self._units_on.get(node, {}))
-        return list(found.values())
+        """Units taken by `take_all` with a pod on any of `nodes`."""
+        wanted, where = set(nodes), self._where
+        return [u for u in self._taken if any(where[pi.key][0] in wanted for pi in u.pods if pi.key in where)]
 
     def take(self, unit: VictimUnit, node: int | None = None) -> None:
         """Remove the unit's pods (only those on `node` when given)."""
