@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -97,13 +99,36 @@ def test_workload_apis_are_served(
     assert resources <= {r["name"] for r in discovery["resources"]}
 
 
-def test_anonymous_requests_are_refused(control_plane: LocalControlPlane) -> None:
-    import urllib.error
-    import urllib.request
+def _get_as(control_plane: LocalControlPlane, path: str, token: str | None) -> int:
+    req = urllib.request.Request(f"{control_plane.server}{path}")
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(req, context=control_plane.ssl_context()) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as e:
+        return e.code
 
-    with pytest.raises(urllib.error.HTTPError) as e:
-        urllib.request.urlopen(f"{control_plane.server}/api/v1/nodes", context=control_plane.ssl_context())
-    assert e.value.code == 401
+
+def test_anonymous_requests_are_refused(control_plane: LocalControlPlane) -> None:
+    assert _get_as(control_plane, "/api/v1/nodes", None) == 401
+    assert _get_as(control_plane, "/api/v1/nodes", "not-a-token") == 401
+
+
+def test_service_account_tokens_are_signed_and_rbac_applies(
+    control_plane: LocalControlPlane, namespace: str
+) -> None:
+    """A token issued for the namespace's default ServiceAccount (signed with the fixture's key)
+    authenticates, and RBAC, which grants that account nothing, forbids it what the admin token may do."""
+    path = f"/api/v1/namespaces/{namespace}/serviceaccounts/default/token"
+    code, answer = control_plane.request(
+        "POST", path, {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
+    )
+    assert code == 201, answer
+    token = answer["status"]["token"]
+    assert _get_as(control_plane, "/api/v1/nodes", token) == 403
+    assert _get_as(control_plane, f"/api/v1/namespaces/{namespace}/pods", token) == 403
+    assert _get_as(control_plane, "/api/v1/nodes", control_plane.token) == 200
 
 
 @pytest.mark.parametrize("doc", EXAMPLES, ids=[f"{d['kind']}-{d['metadata']['name']}" for d in EXAMPLES])

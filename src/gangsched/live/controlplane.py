@@ -1,8 +1,8 @@
 """A real Kubernetes control plane on loopback: etcd + kube-apiserver (+ kube-scheduler on demand).
 
-Used by the live tests and the live benchmarks; never a mock. Nodes are API objects (as KWOK does), there
-are no kubelets and no controller-manager, so the helpers here do the controllers' small parts the tests rely
-on (a node's Ready condition and the removal of the not-ready taint, a namespace's default ServiceAccount).
+Made for the live tests (and the live benchmark to come); never a mock. There are no kubelets and no
+controller-manager: nodes are API objects made Ready by fakenodes.py (as KWOK does), and the tests' namespace
+fixture creates the default ServiceAccount the controller-manager would.
 
 Usage::
 
@@ -307,7 +307,7 @@ class LocalControlPlane:
         self._wait(self.apiserver, f"{self.server}/readyz", self.ssl_context(), self.token, b"ok", timeout)
 
     def apiserver_args(self, port: int, pki: Path) -> list[str]:
-        """The kube-apiserver flags (public so that the live tests' report can print them)."""
+        """The kube-apiserver flags for this control plane, serving on `port` with the files in `pki`."""
         return [
             f"--etcd-servers={self.etcd_url}",
             "--bind-address=127.0.0.1",
