@@ -41,7 +41,7 @@ class PriorityResolver:
             name = pc.metadata.name if pc.metadata else None
             if not name:
                 continue
-            entry = (int(pc.value), pc.preemptionPolicy or PREEMPT_LOWER)
+            entry = (int(pc.value or 0), pc.preemptionPolicy or PREEMPT_LOWER)  # value omitted means 0
             self._classes[name] = entry
             if pc.globalDefault:
                 self._default = entry

@@ -120,6 +120,10 @@ def too_many(field: str, actual: int, maximum: int) -> FieldError:
     return FieldError(ErrorType.TOO_MANY, field, actual, f"must have at most {maximum} {noun}")
 
 
+#: Every character str.splitlines() breaks on, mapped to its escape (`\n` -> the two characters `\\n`).
+_LINE_BREAKS = {ord(c): repr(c)[1:-1] for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"}
+
+
 @dataclass(frozen=True, slots=True)
 class Problem:
     """A problem found in an input, located by file and object: one line of `gangsched validate`."""
@@ -133,4 +137,6 @@ class Problem:
     def __str__(self) -> str:
         name = self.name or "<unnamed>"
         where = f"{self.namespace}/{name}" if self.namespace else name
-        return f"{self.file}: {self.kind or '<unknown kind>'} {where}: {self.error}"
+        line = f"{self.file}: {self.kind or '<unknown kind>'} {where}: {self.error}"
+        # One problem, one line: names and kinds come from the input and may hold line breaks.
+        return line.translate(_LINE_BREAKS)

@@ -23,6 +23,7 @@ from .common import (
     scheduling_constraints,
     union,
 )
+from .meta import label_map
 
 __all__ = ["job_spec", "node", "pod_disruption_budget", "pod_spec", "priority_class"]
 
@@ -37,6 +38,9 @@ def _quantity_map(path: str, values: Any) -> list[FieldError]:
     errors: list[FieldError] = []
     for name, raw in values.items():
         where = f"{path}[{name}]"
+        if not isinstance(name, str):
+            errors.append(invalid(path, name, "resource names must be strings"))
+            continue
         try:
             value = parse_quantity(raw)
         except QuantityError as e:
@@ -75,6 +79,7 @@ def pod_spec(spec: Any, path: str = "spec") -> list[FieldError]:
     errors = _containers(f"{path}.containers", spec.containers)
     errors += _containers(f"{path}.initContainers", spec.initContainers)
     errors += _quantity_map(f"{path}.overhead", spec.overhead)
+    errors += label_map(f"{path}.nodeSelector", spec.nodeSelector)
     if spec.preemptionPolicy is not None and spec.preemptionPolicy not in PREEMPTION_POLICIES:
         errors.append(not_supported(f"{path}.preemptionPolicy", spec.preemptionPolicy, PREEMPTION_POLICIES))
     group = spec.schedulingGroup
@@ -97,9 +102,10 @@ def node(obj: Any) -> list[FieldError]:
 def priority_class(pc: Any) -> list[FieldError]:
     """As upstream's ValidatePriorityClass."""
     name = pc.metadata.name or ""
+    value = pc.value or 0  # an int32 upstream: omitted means 0
     errors: list[FieldError] = []
     if name.startswith(_SYSTEM_PREFIX):
-        if _SYSTEM_CLASSES.get(name) != pc.value:
+        if _SYSTEM_CLASSES.get(name) != value:
             errors.append(
                 forbidden(
                     "metadata.name",
@@ -107,7 +113,7 @@ def priority_class(pc: Any) -> list[FieldError]:
                     f"error: {name} is not a known system priority class",
                 )
             )
-    elif pc.value > HIGHEST_USER_PRIORITY:
+    elif value > HIGHEST_USER_PRIORITY:
         errors.append(
             forbidden("value", f"maximum allowed value of a user defined priority is {HIGHEST_USER_PRIORITY}")
         )

@@ -9,7 +9,7 @@ from typing import Any
 from ..errors import FieldError, forbidden, invalid, required
 from .names import dns1123_label, dns1123_subdomain, label_key
 
-__all__ = ["NAME_FORMATS", "object_meta"]
+__all__ = ["NAME_FORMATS", "label_map", "object_meta"]
 
 #: How each kind's metadata.name is checked upstream (NameIsDNSLabel or NameIsDNSSubdomain).
 NAME_FORMATS: dict[str, Callable[[str], list[str]]] = {
@@ -33,20 +33,24 @@ _LABEL_VALUE_MSG = (
 )
 
 
-def _labels(labels: Any) -> list[FieldError]:
+def label_map(path: str, labels: Any) -> list[FieldError]:
+    """A map of label keys to label values (metadata.labels, spec.nodeSelector). YAML allows keys and
+    values of any type; upstream's map[string]string does not, so anything else is refused here."""
     if not labels:
         return []
     errors: list[FieldError] = []
     for key, value in labels.items():
-        errors += [invalid("metadata.labels", key, m) for m in label_key(key)]
+        if not isinstance(key, str):
+            errors.append(invalid(path, key, "must be a string"))
+            continue
+        errors += [invalid(path, key, m) for m in label_key(key)]
         if not isinstance(value, str):
-            # Upstream fails decoding a non-string into map[string]string; same meaning, field-error form.
-            errors.append(invalid(f"metadata.labels[{key}]", value, "must be a string"))
+            errors.append(invalid(f"{path}[{key}]", value, "must be a string"))
             continue
         if len(value) > 63:
-            errors.append(invalid("metadata.labels", value, "must be no more than 63 characters"))
+            errors.append(invalid(path, value, "must be no more than 63 characters"))
         if not _LABEL_VALUE.match(value):
-            errors.append(invalid("metadata.labels", value, _LABEL_VALUE_MSG))
+            errors.append(invalid(path, value, _LABEL_VALUE_MSG))
     return errors
 
 
@@ -67,5 +71,5 @@ def object_meta(kind: str, meta: Any, namespaced: bool) -> list[FieldError]:
             ]
     elif meta.namespace:
         errors.append(forbidden("metadata.namespace", "not allowed on this type"))
-    errors += _labels(meta.labels)
+    errors += label_map("metadata.labels", meta.labels)
     return errors
