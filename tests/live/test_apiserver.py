@@ -140,6 +140,36 @@ def test_example_round_trips_unchanged(kube_client: Client, namespace: str, doc:
     assert back.apiVersion == doc["apiVersion"]
 
 
+def test_job_scheduling_is_kept(kube_client: Client, namespace: str) -> None:
+    """Job.spec.scheduling (gate WorkloadWithJob) is stored; with the gate off the server would drop it."""
+    scheduling = {
+        "schedulingPolicy": {"gang": {"minCount": 2}},
+        "schedulingConstraints": {"topology": [{"key": "topology.kubernetes.io/rack"}]},
+        "disruptionMode": {"all": {}},
+    }
+    job = codecs.from_dict(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "train", "namespace": namespace},
+            "spec": {
+                "parallelism": 2,
+                "completions": 2,
+                "completionMode": "Indexed",
+                "scheduling": scheduling,
+                "template": {
+                    "spec": {
+                        "restartPolicy": "Never",
+                        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+                    }
+                },
+            },
+        }
+    )
+    back = kube_client.create(job)
+    assert back.to_dict()["spec"]["scheduling"] == scheduling
+
+
 def test_pod_with_scheduling_group_is_accepted(kube_client: Client, namespace: str) -> None:
     kube_client.create(gang("workers", namespace, 2))
     kube_client.create(pod("w0", namespace, group="workers", schedulerName=UNSCHEDULED))
