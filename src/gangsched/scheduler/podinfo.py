@@ -44,11 +44,12 @@ class PodInfo:
         return f"{self.key[0]}/{self.key[1]}"
 
 
-def _signature(spec: Any, requests: dict[str, int]) -> Hashable:
+def _signature(spec: Any, requests: dict[str, int], nonzero: tuple[int, int]) -> Hashable:
     """Everything the filters and scores read from a pod, as a hashable value."""
     affinity = spec.affinity.nodeAffinity if spec.affinity else None
     return (
         tuple(sorted(requests.items())),
+        nonzero,  # equal requests may still score apart: a container that omits cpu scores as 100m
         tuple(sorted((spec.nodeSelector or {}).items())),
         msgspec.json.encode(affinity) if affinity is not None else None,
         msgspec.json.encode(spec.tolerations) if spec.tolerations else None,
@@ -60,6 +61,7 @@ def pod_info(pod: Any, order: int, use_groups: bool = True) -> PodInfo:
     spec = pod.spec
     meta = pod.metadata
     requests = pod_requests(spec)
+    nonzero = nonzero_requests(spec)
     group = None
     if use_groups and spec.schedulingGroup is not None and spec.schedulingGroup.podGroupName:
         group = (meta.namespace, spec.schedulingGroup.podGroupName)
@@ -69,8 +71,8 @@ def pod_info(pod: Any, order: int, use_groups: bool = True) -> PodInfo:
         order=order,
         priority=spec.priority or 0,
         requests=requests,
-        nonzero=nonzero_requests(spec),
-        signature=_signature(spec, requests),
+        nonzero=nonzero,
+        signature=_signature(spec, requests, nonzero),
         group=group,
         scheduler_name=spec.schedulerName or "default-scheduler",
         preemption_policy=spec.preemptionPolicy or "PreemptLowerPriority",
