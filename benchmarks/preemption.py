@@ -135,7 +135,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer runs")
     args = parser.parse_args()
     print(f"{'cluster':<24} {'case':<38} {'gc':<7} {'P50 ms':>8} {'P99 ms':>8} {'victims':>8}")
-    for nodes, runs in ((100, 200), (1000, 60)):
+    for nodes, runs in ((100, 300), (1000, 100)):
         runs = max(5, runs // 10) if args.quick else runs
         label = f"{nodes} nodes / {nodes} gangs"
         for case, policy in (
