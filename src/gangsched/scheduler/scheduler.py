@@ -134,6 +134,8 @@ class Scheduler:
                 self._members.setdefault(pi.group, set()).add(key)
         bound = bool(pod.spec.nodeName)
         terminal = pod.status is not None and pod.status.phase in TERMINAL_PHASES
+        if terminal and pi.group is not None:  # kube-scheduler's pod informer filters terminal pods out
+            self._members.get(pi.group, set()).discard(key)
         if self._snap is not None:
             if bound and not terminal and key not in self._snap.placed:
                 node = self._snap.index.get(pod.spec.nodeName)
