@@ -69,6 +69,8 @@ def preempt_after_failure(
             return None
     else:
         (pi,) = pods
+        if len(view.ev.snap) == 0:
+            return None  # upstream's ErrNoNodesAvailable returns before PostFilter runs
         outcome = preempt_pod(view, pi)
         if isinstance(outcome, str):
             fit_error = result.failures.get(pi.key) or result.message
