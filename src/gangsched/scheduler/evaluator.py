@@ -116,7 +116,8 @@ class Evaluator:
             spec = pi.pod.spec
             tolerations = list(spec.tolerations or [])
             rejections = (
-                node_unschedulable.filter_nodes(snap, tolerations)
+                node_affinity.prefilter_nodes(snap, spec)  # nodes PreFilter leaves out get only its reason
+                + node_unschedulable.filter_nodes(snap, tolerations)
                 + taint_toleration.filter_nodes(snap, tolerations)
                 + node_affinity.filter_nodes(snap, spec)
             )

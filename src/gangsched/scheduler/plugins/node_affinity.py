@@ -13,6 +13,7 @@ from . import BoolArray, Rejections
 NAME = "NodeAffinity"
 WEIGHT = 2
 REASON = "node(s) didn't match Pod's node affinity/selector"
+PREFILTER_REASON = f"node(s) didn't satisfy plugin(s) [{NAME}]"
 
 
 def _requirement(snap: Snapshot, key: str, op: str, values: list[str]) -> BoolArray:
@@ -49,6 +50,27 @@ def term_matches(snap: Snapshot, term: Any) -> BoolArray:
     for f in fields:
         ok &= _requirement(snap, "metadata.name", f.operator, list(f.values or []))
     return ok
+
+
+def prefilter_nodes(snap: Snapshot, spec: Any) -> Rejections:
+    """PreFilter: when every required term pins node names (matchFields metadata.name In), only those nodes
+    are filtered at all; upstream reports the others as PREFILTER_REASON, before any filter's reason."""
+    na = spec.affinity.nodeAffinity if spec.affinity else None
+    required = na.requiredDuringSchedulingIgnoredDuringExecution if na else None
+    names: set[str] | None = None
+    for term in (required.nodeSelectorTerms or []) if required is not None else []:
+        pinned: set[str] | None = None
+        for f in term.matchFields or []:
+            if f.key == "metadata.name" and f.operator == "In":
+                pinned = set(f.values or []) if pinned is None else pinned & set(f.values or [])
+        if pinned is None:
+            return []  # a term without a name pin: every node stays eligible (terms are ORed)
+        names = pinned if names is None else names | pinned
+    if not names:  # no terms, or pins that conflict: left to the filter
+        return []
+    outside = np.ones(len(snap), dtype=bool)
+    outside[[snap.index[n] for n in names if n in snap.index]] = False
+    return [(outside, PREFILTER_REASON)] if outside.any() else []
 
 
 def filter_nodes(snap: Snapshot, spec: Any) -> Rejections:
