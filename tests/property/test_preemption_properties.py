@@ -136,8 +136,12 @@ def clusters(draw: st.DrawFn) -> Cluster:
         c.min_count = draw(st.integers(1, size))
         docs.append(_group("gang", pclass, {"gang": {"minCount": c.min_count}}, "single"))
         c.preemptor_pods = [f"g-{i}" for i in range(size)]
-        docs += [_pod(p, cpu, pclass, "gang", None, {}) for p in c.preemptor_pods]
-    c.cpu.update({p: cpu for p in c.preemptor_pods})
+        # Members of different sizes: the follow-up cycle must find the simulated placement again.
+        cpus = {p: draw(st.sampled_from([500, 1000, 2000])) for p in c.preemptor_pods}
+        docs += [_pod(p, cpus[p], pclass, "gang", None, {}) for p in c.preemptor_pods]
+        c.cpu.update(cpus)
+    if c.preemptor == "lone":
+        c.cpu["lone"] = cpu
     return c
 
 

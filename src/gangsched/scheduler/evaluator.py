@@ -179,12 +179,24 @@ class Evaluator:
             self._last_mask, self._last_scope = candidates, np.flatnonzero(candidates)
         return self._last_scope
 
+    def _nominated_node(self, pi: PodInfo, c: _Class, candidates: BoolArray | None) -> int | None:
+        """Upstream's evaluateNominatedNode: a pod nominated by preemption takes its nominated node, unscored,
+        whenever it still fits there - so the room preemption made for it is the room it gets."""
+        name = pi.pod.status.nominatedNodeName if pi.pod.status is not None else None
+        node = self.snap.index.get(name) if name else None
+        if node is None or c.masked[node] < 0 or (candidates is not None and not candidates[node]):
+            return None
+        return node
+
     def find_node(self, pi: PodInfo, candidates: BoolArray | None = None) -> int | FitFailure:
         """The best node for `pi` among `candidates` (all nodes when None), or why there is none.
 
         Ties are broken by the generator among the tied nodes in node order, whether or not a candidate
         mask restricts them, so the same state and seed give the same node."""
         c = self._class(pi)
+        nominated = self._nominated_node(pi, c, candidates)
+        if nominated is not None:
+            return nominated
         scope = None if candidates is None else self._scope(candidates)
         masked = c.masked if scope is None else c.masked[scope]
         if c.taint_counts is None and c.affinity_weights is None:
