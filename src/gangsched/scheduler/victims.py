@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -112,19 +113,23 @@ def collect_units(
     """
     hierarchy = _Hierarchy(objects)
     lone: list[PodInfo] = []
-    by_group: dict[tuple[str, str], list[PodInfo]] = {}
+    by_group: defaultdict[tuple[str, str], list[PodInfo]] = defaultdict(list)
+    get = pods.get  # a few thousand pods per preemption: keep the loop free of attribute lookups
     for key in bound:
-        pi = pods.get(key)
+        pi = get(key)
         if pi is None:
             continue
         if pi.group is None:
             lone.append(pi)
         else:
-            by_group.setdefault(pi.group, []).append(pi)
-    units = [VictimUnit([pi], pi.priority) for pi in lone if below is None or pi.priority < below]
+            by_group[pi.group].append(pi)
+    limit = math.inf if below is None else below
+    units = [VictimUnit([pi], pi.priority) for pi in lone if pi.priority < limit]
     wholes: dict[GroupRef, VictimUnit] = {}
     for group, members in by_group.items():
         whole, group_priority = hierarchy.resolve(group)
+        if group_priority is not None and group_priority >= limit:
+            continue  # the whole group is out of reach: no need to build its units
         if whole is None:
             units += [
                 VictimUnit([pi], pi.priority if group_priority is None else group_priority) for pi in members
@@ -139,7 +144,7 @@ def collect_units(
             units.append(unit)
         unit.pods += members
         unit.member_groups.add(("PodGroup", *group))
-    return [u for u in units if below is None or u.priority < below]
+    return [u for u in units if u.priority < limit]
 
 
 def sort_by_importance(units: Sequence[VictimUnit]) -> list[VictimUnit]:
