@@ -376,9 +376,11 @@ class Scheduler:
             self.queue.requeue_failed(root.key, now, len(pods))
         if preempted is not None:
             d.extend(preempted)
-            # Retry at once, not after a backoff: the room is made (or being made) for it, and a preemption
-            # that needed no victims brings no deletion event to requeue it.
-            root.ready_at = now
+            # Evictions make room for it: retry at once rather than after a backoff. A preemption that
+            # needed no victims brings no deletion event, so requeue it here either way (with its backoff
+            # then, so that a cycle that keeps failing still lets time move on).
+            if preempted.evictions:
+                root.ready_at = now
             self.queue.move_to_active(root.key)
         return d
 

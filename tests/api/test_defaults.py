@@ -1,0 +1,143 @@
+"""Defaulting as the API server and its Priority admission plugin do it, before validation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gangsched.api import load_documents
+from gangsched.api.defaults import apply_defaults
+
+CLASSES = [
+    {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "high"},
+        "value": 1000,
+    },
+    {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "polite"},
+        "value": 50,
+        "preemptionPolicy": "Never",
+    },
+]
+
+
+def _defaulted(*docs: dict[str, Any]) -> tuple[list[Any], list[str]]:
+    result = load_documents([*CLASSES, *docs], "in.yaml")
+    assert result.problems == []
+    objects = [i.obj for i in result.objects]
+    errors = [str(e) for _, e in apply_defaults(objects)]
+    return objects[len(CLASSES) :], errors
+
+
+def _pod(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c"}], **spec},
+    }
+
+
+def _group(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "g", "namespace": "ml"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, **spec},
+    }
+
+
+def test_pod_defaults() -> None:
+    [pod], errors = _defaulted(_pod())
+    assert errors == []
+    assert pod.metadata.namespace == "default"
+    assert pod.spec.schedulerName == "default-scheduler"
+    assert (pod.spec.priority, pod.spec.preemptionPolicy) == (0, "PreemptLowerPriority")
+
+
+def test_pod_priority_and_policy_from_its_class() -> None:
+    [high, polite], _ = _defaulted(_pod(priorityClassName="high"), _pod(priorityClassName="polite"))
+    assert (high.spec.priority, high.spec.preemptionPolicy) == (1000, "PreemptLowerPriority")
+    assert (polite.spec.priority, polite.spec.preemptionPolicy) == (50, "Never")
+
+
+def test_system_classes_exist_without_being_loaded() -> None:
+    [pod], errors = _defaulted(_pod(priorityClassName="system-node-critical"))
+    assert errors == []
+    assert pod.spec.priority == 2000001000
+
+
+def test_missing_class_is_a_not_found_error() -> None:
+    [_], errors = _defaulted(_pod(priorityClassName="gold"))
+    assert errors == ['spec.priorityClassName: Not found: "gold"']
+
+
+def test_group_defaults_keep_the_namespace_given() -> None:
+    [group], errors = _defaulted(_group())
+    assert errors == []
+    assert group.metadata.namespace == "ml"
+    assert group.spec.disruptionMode.single == {}
+    assert group.spec.disruptionMode.all is None
+    assert (group.spec.priority, group.spec.preemptionPolicy) == (0, "PreemptLowerPriority")
+
+
+def test_group_priority_from_class_and_explicit_values_kept() -> None:
+    [from_class, explicit], _ = _defaulted(
+        _group(priorityClassName="polite"),
+        _group(priority=7, preemptionPolicy="Never", disruptionMode={"all": {}}),
+    )
+    assert (from_class.spec.priority, from_class.spec.preemptionPolicy) == (50, "Never")
+    assert (explicit.spec.priority, explicit.spec.preemptionPolicy) == (7, "Never")
+    assert explicit.spec.disruptionMode.all == {}
+
+
+def test_global_default_class_applies_to_pods_without_a_class() -> None:
+    default_class = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "everyone"},
+        "value": 5,
+        "globalDefault": True,
+    }
+    [_, pod], _ = _defaulted(default_class, _pod())
+    assert pod.spec.priority == 5
+
+
+def test_workload_templates_defaulted_at_every_level() -> None:
+    workload = {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "Workload",
+        "metadata": {"name": "w"},
+        "spec": {
+            "compositePodGroupTemplates": [
+                {
+                    "name": "root",
+                    "priorityClassName": "high",
+                    "schedulingPolicy": {"basic": {}},
+                    "podGroupTemplates": [
+                        {"name": "leaf", "priorityClassName": "high", "schedulingPolicy": {"basic": {}}}
+                    ],
+                }
+            ]
+        },
+    }
+    [w], errors = _defaulted(workload)
+    assert errors == []
+    root = w.spec.compositePodGroupTemplates[0]
+    leaf = root.podGroupTemplates[0]
+    assert (root.priority, leaf.priority) == (1000, 1000)
+    assert root.disruptionMode.single == {} and leaf.disruptionMode.single == {}
+
+
+def test_job_defaults() -> None:
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j"},
+        "spec": {"template": {"spec": {"containers": [{"name": "c"}]}}},
+    }
+    [j], _ = _defaulted(job)
+    assert (j.spec.parallelism, j.spec.completionMode, j.spec.backoffLimit) == (1, "NonIndexed", 6)
