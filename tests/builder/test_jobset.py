@@ -195,7 +195,7 @@ def test_roles_must_share_one_priority_class() -> None:
     doc["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["priorityClassName"] = "high"
     [error] = build_jobset(JobSet.from_dict(doc)).errors
     assert str(error) == (
-        "spec.replicatedJobs[1].template.spec.template.spec.priorityClassName: Invalid value: null: "
+        'spec.replicatedJobs[1].template.spec.template.spec.priorityClassName: Invalid value: "null": '
         "must be the same in every role ('high' in the first): one priority per tree"
     )
     for role in doc["spec"]["replicatedJobs"]:

@@ -61,21 +61,21 @@ def test_basic_group_is_left_alone() -> None:
     [
         (
             {"schedulingPolicy": {"basic": {}}},
-            ["spec.scheduling.schedulingPolicy: Invalid value: null: field is immutable"],
+            ['spec.scheduling.schedulingPolicy: Invalid value: "null": field is immutable'],
         ),
         (
             {**GANG4, "schedulingConstraints": {"topology": [{"key": "rack"}]}},
-            ["spec.scheduling.schedulingConstraints: Invalid value: null: field is immutable"],
+            ['spec.scheduling.schedulingConstraints: Invalid value: "null": field is immutable'],
         ),
         (
             {**GANG4, "disruptionMode": {"all": {}}},
-            ["spec.scheduling.disruptionMode: Invalid value: null: field is immutable"],
+            ['spec.scheduling.disruptionMode: Invalid value: "null": field is immutable'],
         ),
         (
             {**GANG4, "resourceClaims": [{"name": "gpu", "resourceClaimName": "x"}]},
-            ["spec.scheduling.resourceClaims: Invalid value: null: field is immutable"],
+            ['spec.scheduling.resourceClaims: Invalid value: "null": field is immutable'],
         ),
-        (None, ["spec.scheduling: Invalid value: null: field is immutable"]),
+        (None, ['spec.scheduling: Invalid value: "null": field is immutable']),
         (
             {"schedulingPolicy": {"gang": {"minCount": 9}}},
             [

@@ -54,7 +54,7 @@ _NO_VALUE = {ErrorType.REQUIRED, ErrorType.FORBIDDEN, ErrorType.TOO_LONG, ErrorT
 
 def _render_value(value: Any) -> str:
     if value is None:
-        return "null"
+        return '"null"'  # upstream substitutes the string "null" for nil, then quotes it as any string
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, _PLAIN):
