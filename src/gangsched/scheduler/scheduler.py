@@ -152,6 +152,10 @@ class Scheduler:
             groups = self.hierarchy.tree_groups(root) if root[0] == "CompositePodGroup" else [pi.group]
             for group in groups:
                 self._regate(group, only_gated=True)
+        if bound and not terminal and pi.group is not None:
+            # A member bound (by this scheduler or anyone) requeues its group, as upstream's assigned-pod
+            # events do: members still pending get a cycle of their own, which may preempt.
+            self.queue.move_to_active(self._queue_entry(pi)[0])
 
     def _on_pod_group(self, change: Change) -> None:
         group = change.key
