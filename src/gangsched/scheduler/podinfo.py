@@ -56,12 +56,35 @@ def _signature(spec: Any, requests: dict[str, int], nonzero: tuple[int, int]) ->
     )
 
 
+_REQUESTS_CACHE: dict[bytes, tuple[dict[str, int], tuple[int, int]]] = {}
+_REQUESTS_CACHE_SIZE = 4096
+
+
+def _requests(spec: Any) -> tuple[dict[str, int], tuple[int, int]]:
+    """(requests, non-zero cpu/memory) of a pod spec. Pods of one template ask for the same, so the result
+    is kept per encoding of the fields it depends on (the caller must not mutate the returned dict)."""
+    key = msgspec.json.encode(
+        (
+            [c.resources for c in spec.containers or []],
+            [(c.resources, c.restartPolicy) for c in spec.initContainers or []],
+            spec.overhead,
+            spec.resources,
+        )
+    )
+    cached = _REQUESTS_CACHE.get(key)
+    if cached is None:
+        if len(_REQUESTS_CACHE) >= _REQUESTS_CACHE_SIZE:
+            _REQUESTS_CACHE.clear()
+        cached = (pod_requests(spec), nonzero_requests(spec))
+        _REQUESTS_CACHE[key] = cached
+    return cached
+
+
 def pod_info(pod: Any, order: int, use_groups: bool = True) -> PodInfo:
     """PodInfo for a defaulted, valid pod; `use_groups=False` ignores schedulingGroup (gate off)."""
     spec = pod.spec
     meta = pod.metadata
-    requests = pod_requests(spec)
-    nonzero = nonzero_requests(spec)
+    requests, nonzero = _requests(spec)
     group = None
     if use_groups and spec.schedulingGroup is not None and spec.schedulingGroup.podGroupName:
         group = (meta.namespace, spec.schedulingGroup.podGroupName)
