@@ -13,6 +13,7 @@ on such shapes with an API server (spec §7); its figures are printed for refere
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import multiprocessing as mp
 import resource
@@ -117,6 +118,7 @@ def run_shape(name: str, quick: bool, variant: str, extra: dict[str, Any], out: 
     store.add_all(cluster)
     scheduler = Scheduler(store, gates, seed=0, profile=Profile(placement_limit=variant == "placement-limit"))
     scheduler.sync()
+    gc.freeze()  # as gangsched schedule does once its objects are loaded
     start = time.perf_counter()
     store.add_all(workload)
     run_until_stable(store, scheduler)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterable
 from typing import Any
 
@@ -18,6 +19,8 @@ def schedule_objects(
     """Load `objects` (defaulted and valid) into a fresh store, schedule until nothing changes, return it."""
     store = Store()
     store.add_all(objects)
+    # The objects live as long as the run: keep the cyclic GC from walking them again and again.
+    gc.freeze()
     scheduler = Scheduler(store, gates, seed=seed, profile=Profile(scoring=scoring))
     run_until_stable(store, scheduler)
     return store
