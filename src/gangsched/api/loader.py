@@ -90,7 +90,7 @@ def _yaml_error(name: str, e: yaml.YAMLError) -> Problem:
     return Problem(name, "", "", "", f"YAML syntax error at {where}{problem}")
 
 
-def _parse(name: str, text: str) -> tuple[list[Any], Problem | None]:
+def _parse(name: str, text: str) -> tuple[Iterable[Any], Problem | None]:
     if name.lower().endswith(".json") or text.lstrip().startswith(("{", "[")):
         try:
             doc = json.loads(text)
@@ -101,15 +101,11 @@ def _parse(name: str, text: str) -> tuple[list[Any], Problem | None]:
                 line = getattr(e, "lineno", 0)
                 return ([], Problem(name, "", "", "", f"JSON syntax error at line {line}: {msg}"))
             # not JSON after all: YAML flow style; fall through
-    try:
-        return ([d for d in yamlfast.load_all(text) if d is not None], None)
-    except yaml.YAMLError as e:
-        return ([], _yaml_error(name, e))
-    except (RecursionError, ValueError, OverflowError) as e:
-        return ([], Problem(name, "", "", "", f"YAML could not be read: {type(e).__name__}: {e}"))
+    # Documents are parsed as they are decoded (see load_paths), so that their dicts never all live at once.
+    return ((d for d in yamlfast.iter_all(text) if d is not None), None)
 
 
-def _flatten(docs: list[Any]) -> Iterator[Any]:
+def _flatten(docs: Iterable[Any]) -> Iterator[Any]:
     for d in docs:
         kind = d.get("kind") if isinstance(d, dict) else None
         if isinstance(kind, str) and kind.endswith("List") and isinstance(d.get("items"), list):
@@ -181,7 +177,7 @@ def decode(doc: Any, file: str, order: int) -> Loaded | Problem:
 def load_documents(docs: Iterable[Any], file: str, start: int = 0) -> LoadResult:
     """Decode already-parsed documents (dicts), e.g. built in memory by tests or the builder."""
     result = LoadResult()
-    for i, doc in enumerate(_flatten(list(docs))):
+    for i, doc in enumerate(_flatten(docs)):
         item = decode(doc, file, start + i)
         if isinstance(item, Problem):
             result.problems.append(item)
@@ -210,7 +206,17 @@ def load_paths(paths: Iterable[str]) -> LoadResult:
         if problem:
             result.problems.append(problem)
             continue
-        result.extend(load_documents(docs, name, start=len(result.objects) + len(result.problems)))
+        try:
+            loaded = load_documents(docs, name, start=len(result.objects) + len(result.problems))
+        except yaml.YAMLError as e:  # raised while reading on: nothing of this file is kept
+            result.problems.append(_yaml_error(name, e))
+            continue
+        except (RecursionError, ValueError, OverflowError) as e:
+            result.problems.append(
+                Problem(name, "", "", "", f"YAML could not be read: {type(e).__name__}: {e}")
+            )
+            continue
+        result.extend(loaded)
     return result
 
 

@@ -16,6 +16,7 @@ are exactly PyYAML's. tests/api/test_yamlfast.py checks equality with PyYAML on 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import yaml
@@ -30,7 +31,7 @@ from yaml.events import (
 )
 from yaml.nodes import ScalarNode
 
-__all__ = ["load_all"]
+__all__ = ["iter_all", "load_all"]
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _STR = "tag:yaml.org,2002:str"
@@ -65,9 +66,8 @@ def _plain(loader: Any, value: str) -> Any:
     return construct(loader, ScalarNode(tag, value))
 
 
-def _documents(loader: Any) -> list[Any]:
+def _documents(loader: Any) -> Iterator[Any]:
     get = loader.get_event
-    docs: list[Any] = []
     get()  # StreamStartEvent
     while type(get()) is not StreamEndEvent:  # a DocumentStartEvent
         stack: list[list[Any]] = []  # [container, pending mapping key]
@@ -108,18 +108,29 @@ def _documents(loader: Any) -> list[Any]:
             else:
                 top[0][top[1]] = value
                 top[1] = _NO_KEY
-        docs.append(root)
-    return docs
+        yield root
+
+
+def iter_all(text: str) -> Iterator[Any]:
+    """Every document of `text`, empty ones as None, one at a time (so that a caller can drop each after
+    use), as `yaml.load_all(text, CSafeLoader)` yields them. Raises yaml.YAMLError exactly as PyYAML does,
+    after the documents before the error."""
+    loader = _Loader(text)
+    done = 0
+    try:
+        for doc in _documents(loader):
+            yield doc
+            done += 1
+        return
+    except (_Unsupported, yaml.YAMLError):
+        pass  # PyYAML takes over below: it gives the same documents, then its own result or error
+    finally:
+        loader.dispose()
+    for i, doc in enumerate(yaml.load_all(text, Loader=_Loader)):
+        if i >= done:
+            yield doc
 
 
 def load_all(text: str) -> list[Any]:
-    """Every document of `text`, empty ones as None, as `list(yaml.load_all(text, CSafeLoader))` gives.
-    Raises yaml.YAMLError exactly as PyYAML does."""
-    loader = _Loader(text)
-    try:
-        return _documents(loader)
-    except (_Unsupported, yaml.YAMLError):
-        pass
-    finally:
-        loader.dispose()
-    return list(yaml.load_all(text, Loader=_Loader))
+    """`list(iter_all(text))`."""
+    return list(iter_all(text))
