@@ -10,7 +10,7 @@ from api_helpers import EXAMPLES
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gangsched.api.yamlfast import load_all
+from gangsched.api.yamlfast import iter_all, load_all
 
 LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -54,6 +54,8 @@ TRICKY = {
     "unknown-tag": "a: !custom x\n",
     "scalar-root": "just text\n",
     "null-key": "~: 1\nnull: 2\n",
+    "anchor-after-documents": "a: 1\n---\nb: 2\n---\nc: &x [1]\nd: *x\n---\ne: 3\n",
+    "error-after-documents": "a: 1\n---\nb: 2\n---\nc: {d\n",
 }
 
 
@@ -99,3 +101,10 @@ def test_dumped_data(docs: list[Any], flow: bool) -> None:
 @given(st.text(alphabet=st.sampled_from(list("{}[]:,-?&*!|>'\"#%@`~<=. \n\tabyYn019xe_")), max_size=60))
 def test_yaml_ish_text(text: str) -> None:
     _same(text)
+
+
+def test_documents_come_one_at_a_time_before_an_error() -> None:
+    docs = iter_all("a: 1\n---\nb: {\n")
+    assert next(docs) == {"a": 1}
+    with pytest.raises(yaml.YAMLError):
+        next(docs)
