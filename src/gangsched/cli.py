@@ -106,7 +106,15 @@ def _fail_on_problems(problems: Sequence[Problem]) -> None:
     show_default=True,
     help="NodeResourcesFit scoring strategy (upstream default: LeastAllocated).",
 )
-def schedule(paths: Sequence[str], gates: FeatureGates, output: str, seed: int, scoring: str) -> None:
+@click.option(
+    "--placement-limit",
+    is_flag=True,
+    help="Score only as many feasible topology placements as upstream's adaptive limit allows "
+    "(default: score them all).",
+)
+def schedule(
+    paths: Sequence[str], gates: FeatureGates, output: str, seed: int, scoring: str, placement_limit: bool
+) -> None:
     """Schedule the given objects until nothing more can change and print the final state.
 
     Pods with spec.nodeName are already running; objects without creationTimestamp count as created in the
@@ -115,7 +123,7 @@ def schedule(paths: Sequence[str], gates: FeatureGates, output: str, seed: int, 
     objects, problems = expanded_inputs(paths, gates)
     _fail_on_problems(problems)
     apply_defaults(objects)  # what the Job controller created goes through admission too (priorities)
-    store = schedule_objects(objects, gates, seed=seed, scoring=scoring)
+    store = schedule_objects(objects, gates, seed=seed, scoring=scoring, placement_limit=placement_limit)
     if output == "json":
         click.echo(json.dumps(as_json(store), indent=2))
     elif output == "yaml":

@@ -14,13 +14,20 @@ __all__ = ["schedule_objects"]
 
 
 def schedule_objects(
-    objects: Iterable[Any], gates: FeatureGates, *, seed: int = 0, scoring: str = "LeastAllocated"
+    objects: Iterable[Any],
+    gates: FeatureGates,
+    *,
+    seed: int = 0,
+    scoring: str = "LeastAllocated",
+    placement_limit: bool = False,
 ) -> Store:
     """Load `objects` (defaulted and valid) into a fresh store, schedule until nothing changes, return it."""
     store = Store()
     store.add_all(objects)
     # The objects live as long as the run: keep the cyclic GC from walking them again and again.
     gc.freeze()
-    scheduler = Scheduler(store, gates, seed=seed, profile=Profile(scoring=scoring))
+    scheduler = Scheduler(
+        store, gates, seed=seed, profile=Profile(scoring=scoring, placement_limit=placement_limit)
+    )
     run_until_stable(store, scheduler)
     return store
