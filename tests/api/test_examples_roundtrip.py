@@ -65,3 +65,20 @@ def test_round_trip(path: Path) -> None:
     items = [i for d in raw for i in (d.get("items", [d]) if d.get("kind", "").endswith("List") else [d])]
     for original, again in zip(items, yaml.safe_load_all(text), strict=True):
         assert _keys(again) == _keys(original)
+
+
+def test_generic_workload_off_still_reads_workload_objects(in_root: Path) -> None:
+    """`--feature-gates GenericWorkload=false` means classic pod-by-pod scheduling of the SAME inputs, so
+    workload objects are read (and ignored by the scheduler), not refused field by field."""
+    result = run_validate("-f", "examples/valid", "--feature-gates", "GenericWorkload=false")
+    assert result.exit_code == 0, result.stdout
+
+
+def test_a_finer_gate_off_refuses_its_fields(in_root: Path) -> None:
+    result = run_validate("-f", "examples/valid", "--feature-gates", "TopologyAwareWorkloadScheduling=false")
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    assert lines and all(": Forbidden: feature gate " in line for line in lines)
+    assert any("TopologyAwareWorkloadScheduling is disabled" in line for line in lines)
+    # CompositePodGroup depends on it and follows it off.
+    assert any("CompositePodGroup ml/spark-train-replica: kind: Forbidden" in line for line in lines)

@@ -82,5 +82,5 @@ def validate(loaded: Sequence[Loaded], gates: FeatureGates) -> list[Problem]:
         if not errors:
             valid.append(item)
     if gates.enabled("GenericWorkload"):
-        problems.extend(_problem(item, e) for item, e in reference_errors(valid))
+        problems.extend(_problem(item, e) for item, e in reference_errors(loaded, valid))
     return problems

@@ -91,9 +91,12 @@ def _against_parent(spec: Any, parent: Any) -> list[FieldError]:
     return errors
 
 
-def reference_errors(loaded: Sequence[Loaded]) -> Iterator[tuple[Loaded, FieldError]]:
-    """(object, error) for every reference that does not resolve or a child that disagrees with its parent.
-    Only objects whose own spec is valid should be passed (callers filter); first object of a name wins."""
+def reference_errors(
+    loaded: Sequence[Loaded], checked: Sequence[Loaded]
+) -> Iterator[tuple[Loaded, FieldError]]:
+    """(object, error) for every reference of `checked` (objects valid on their own) that does not resolve
+    among `loaded` (all objects, so that a parent with its own problems is not also "not found"), or a
+    child that disagrees with its parent. The first object of a name wins."""
     workloads: dict[_Key, set[tuple[str, bool]]] = {}
     composites: dict[_Key, Any] = {}
     for item in loaded:
@@ -104,7 +107,7 @@ def reference_errors(loaded: Sequence[Loaded]) -> Iterator[tuple[Loaded, FieldEr
             workloads.setdefault(_key(obj), names)
         elif item.info.kind == "CompositePodGroup":
             composites.setdefault(_key(obj), obj)
-    for item in loaded:
+    for item in checked:
         if item.info.kind not in ("PodGroup", "CompositePodGroup") or item.obj.spec is None:
             continue
         obj = item.obj
