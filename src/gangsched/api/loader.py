@@ -161,6 +161,8 @@ def decode(doc: Any, file: str, order: int) -> Loaded | Problem:
     info = KINDS.get(kind)
     if info is None:
         return Problem(file, kind, ns, name, not_supported("kind", kind, list(KINDS)))
+    if info.namespaced and not ns:
+        ns = "default"  # named as it will be once defaulted, so that every line about it reads the same
     if api_version != info.api_version:
         if api_version is None:
             return Problem(file, kind, ns, name, required("apiVersion"))
