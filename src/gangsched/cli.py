@@ -140,3 +140,69 @@ def demo(seed: int) -> None:
     from .demo.render import render
 
     Console().print(render(run_demo(seed=seed)))
+
+
+@main.command()
+@click.option(
+    "--kubeconfig", required=True, type=click.Path(exists=True, dir_okay=False), help="Cluster access."
+)
+@click.option("--scheduler-name", default="gangsched", show_default=True, help="Schedule pods naming this.")
+@click.option("--leader-elect", is_flag=True, help="Run only while holding a coordination.k8s.io/v1 Lease.")
+@click.option("--leader-elect-resource-namespace", default="kube-system", show_default=True)
+@click.option("--leader-elect-resource-name", default="gangsched", show_default=True)
+@click.option("--leader-elect-lease-duration", type=float, default=15.0, show_default=True, help="Seconds.")
+@click.option("--leader-elect-renew-deadline", type=float, default=10.0, show_default=True, help="Seconds.")
+@click.option("--leader-elect-retry-period", type=float, default=2.0, show_default=True, help="Seconds.")
+@gates_option
+@click.option(
+    "--metrics-port", type=int, default=None, help="Serve /metrics, /healthz, /readyz on 127.0.0.1."
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed for tie-breaking between equal nodes."
+)
+@click.option(
+    "--api-concurrency", type=int, default=48, show_default=True, help="API writes (binds, ...) at once."
+)
+@click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
+def run(
+    kubeconfig: str,
+    scheduler_name: str,
+    leader_elect: bool,
+    leader_elect_resource_namespace: str,
+    leader_elect_resource_name: str,
+    leader_elect_lease_duration: float,
+    leader_elect_renew_deadline: float,
+    leader_elect_retry_period: float,
+    gates: FeatureGates,
+    metrics_port: int | None,
+    seed: int,
+    api_concurrency: int,
+    verbose: bool,
+) -> None:
+    """Schedule a real cluster as a secondary scheduler: pods with spec.schedulerName = --scheduler-name."""
+    import asyncio
+    import logging
+
+    from .live.runner import RunOptions
+    from .live.runner import run as run_live
+
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("httpx2").setLevel(logging.WARNING)  # one line per request otherwise
+    options = RunOptions(
+        kubeconfig=kubeconfig,
+        scheduler_name=scheduler_name,
+        gates=gates,
+        leader_elect=leader_elect,
+        lease_namespace=leader_elect_resource_namespace,
+        lease_name=leader_elect_resource_name,
+        lease_duration=leader_elect_lease_duration,
+        renew_deadline=leader_elect_renew_deadline,
+        retry_period=leader_elect_retry_period,
+        metrics_port=metrics_port,
+        seed=seed,
+        api_concurrency=api_concurrency,
+    )
+    sys.exit(asyncio.run(run_live(options)))

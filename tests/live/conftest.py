@@ -11,6 +11,7 @@ import os
 import re
 import secrets
 import subprocess
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -22,9 +23,12 @@ from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, Node, ServiceAccount
 
 from gangsched.live.controlplane import Binaries, LocalControlPlane, ManagedProcess
+from gangsched.live.fakekubelet import FakeKubelet
 from gangsched.live.fakenodes import create_node
 
 REPO = Path(__file__).resolve().parents[2]
+#: The console script installed next to the interpreter running the tests.
+GANGSCHED = str(Path(sys.executable).parent / "gangsched")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -145,3 +149,45 @@ def make_node(kube_client: Client, namespace: str) -> Iterator[Callable[..., Any
         except ApiError as e:
             if e.status.code != 404:
                 raise
+
+
+@pytest.fixture(scope="session")
+def fake_kubelet(control_plane: LocalControlPlane) -> Iterator[FakeKubelet]:
+    """Finishes graceful deletions of bound pods (evictions, preemptions), as kubelets would."""
+    kubelet = FakeKubelet(str(control_plane.kubeconfig))
+    kubelet.start()
+    yield kubelet
+    kubelet.stop()
+
+
+StartGangsched = Callable[..., ManagedProcess]
+
+
+@pytest.fixture(scope="session")
+def start_gangsched(
+    control_plane: LocalControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[StartGangsched]:
+    """Factory: start_gangsched("--scheduler-name", "x", ...) runs `gangsched run` against the session's API
+    server as a child process (log in a temp dir) and returns its handle; all are stopped at the end."""
+    started: list[ManagedProcess] = []
+    logs = tmp_path_factory.mktemp("gangsched")
+
+    def start(*args: str) -> ManagedProcess:
+        proc = ManagedProcess(
+            "gangsched",
+            [GANGSCHED, "run", f"--kubeconfig={control_plane.kubeconfig}", *args],
+            logs / f"gangsched-{len(started)}.log",
+        )
+        proc.start()
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        proc.stop(timeout=5)
+
+
+@pytest.fixture(scope="session")
+def gangsched(start_gangsched: StartGangsched, fake_kubelet: FakeKubelet) -> ManagedProcess:
+    """`gangsched run --scheduler-name gangsched` for the whole session (as kube_scheduler is)."""
+    return start_gangsched("--scheduler-name", "gangsched")

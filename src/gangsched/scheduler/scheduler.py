@@ -8,7 +8,7 @@ returns what it decided. It never writes to the store; `run_until_stable` or the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -132,6 +132,8 @@ class Scheduler:
             self._pods[key] = pi
             if pi.group is not None:
                 self._members.setdefault(pi.group, set()).add(key)
+        else:
+            pi.pod = pod  # live informers replace objects on update; what it identifies stays immutable
         bound = bool(pod.spec.nodeName)
         terminal = pod.status is not None and pod.status.phase in TERMINAL_PHASES
         if terminal and pi.group is not None:  # kube-scheduler's pod informer filters terminal pods out
@@ -244,6 +246,17 @@ class Scheduler:
             entry = (root, priority, self.store.timestamp(root[0], (root[1], root[2])))
             self._queue_entries[pi.group] = entry
         return entry
+
+    def forget(self, pod_keys: Iterable[PodKey]) -> None:
+        """Undo the assumed placements of pods whose binding failed (live mode): they leave the snapshot and
+        those still pending (the caller has cleared their nodeName) requeue their roots. Idempotent."""
+        for key in pod_keys:
+            if self._snap is not None:
+                self._snap.remove(key)
+            pi = self._pods.get(key)
+            if pi is not None and self._pending(pi) and self._ours(pi):
+                self._admit(pi)
+        self.queue.move_all_to_active()  # the room they held is free again
 
     # --- cycles ---------------------------------------------------------------------------------------------
     def sync(self) -> None:

@@ -1,0 +1,275 @@
+"""Applies the scheduler's Decisions through the API server, without waiting for them (kube-scheduler's
+asynchronous binding cycle): the scheduler goes on with the next root while writes are in flight.
+
+1. Bindings: the pods are assumed in the cache at once; the members of the cycle are bound concurrently. If a
+   bind fails and the group is left with fewer bound members than its minCount, the members bound in this
+   cycle are deleted (no gang stays bound below minCount longer than one round trip), the failed pods are
+   forgotten (out of the snapshot, back in the queue) and the next cycle starts from what the server says.
+   A group's `PodGroupInitiallyScheduled=True` is written only once all its bindings succeeded.
+2. Conditions: pod conditions by strategic merge on pods/status, group conditions (with observedGeneration)
+   by merge patch on the group's /status; a condition already there is not written again.
+3. Nominations: pod status nominatedNodeName. 4. Evictions: DisruptionTarget first, then the Eviction API.
+5. Events: events.k8s.io/v1, through a small separate pool so that they never hold up a binding.
+
+Contract: `apply` is synchronous and returns at once; `drain()` waits for what is in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import socket
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
+
+import httpx2 as httpx
+
+from ..scheduler.decision import Binding, ConditionChange, Decision, Eviction, Notice
+from .cache import LiveCache
+from .kube import KubeApi
+from .metrics import Metrics
+
+if TYPE_CHECKING:
+    from ..scheduler import Scheduler
+
+__all__ = ["Applier"]
+
+log = logging.getLogger(__name__)
+RETRIABLE = {429, 500, 502, 503, 504}
+GROUP_KINDS = ("PodGroup", "CompositePodGroup")
+
+
+def _rfc3339(when: dt.datetime) -> str:
+    return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _same(existing: Any, change: ConditionChange) -> bool:
+    c = change.condition
+    return bool(
+        existing is not None
+        and existing.status == c.status
+        and (existing.reason or "") == c.reason
+        and (existing.message or "") == c.message
+    )
+
+
+class Applier:
+    """Writes Decisions to the API server for one Scheduler over one LiveCache."""
+
+    def __init__(
+        self,
+        api: KubeApi,
+        cache: LiveCache,
+        scheduler: Scheduler,
+        metrics: Metrics,
+        *,
+        scheduler_name: str,
+        max_writes: int = 48,
+        max_event_writes: int = 4,
+    ) -> None:
+        self.api = api
+        self.cache = cache
+        self.scheduler = scheduler
+        self.metrics = metrics
+        self.scheduler_name = scheduler_name
+        self.instance = f"{scheduler_name}-{socket.gethostname()}"
+        self._writes = asyncio.Semaphore(max_writes)
+        self._event_writes = asyncio.Semaphore(max_event_writes)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._written: dict[tuple[str, tuple[str, str], str], tuple[str, str, str]] = {}
+        # Groups admitted (binding or bound): their InitiallyScheduled condition never goes back from True,
+        # though the next cycle, still reading a cache without our own write, may say otherwise.
+        self._scheduled: set[tuple[str, tuple[str, str]]] = set()
+
+    # --- entry points ---------------------------------------------------------------------------------------
+    def apply(self, decision: Decision) -> None:
+        deferred: list[ConditionChange] = []
+        victims = {e.pod for e in decision.evictions}
+        victim_conditions: dict[tuple[str, str], ConditionChange] = {}
+        for change in decision.conditions:
+            if change.kind == "Pod" and change.key in victims:
+                victim_conditions[change.key] = change
+            elif decision.bindings and change.kind in GROUP_KINDS and change.condition.status == "True":
+                deferred.append(change)  # written once the gang is really bound
+                self._scheduled.add((change.kind, change.key))
+            else:
+                self._spawn(self._write_condition(change))
+        if decision.bindings:
+            self.cache.assume(decision.bindings)
+            self._spawn(self._bind_cycle(list(decision.bindings), deferred))
+        for n in decision.nominations:
+            patch = {"status": {"nominatedNodeName": n.node}}
+            self._spawn(self._write(self.api.patch_status("Pod", n.pod, patch, strategic=True), "nominate"))
+        for e in decision.evictions:
+            self._spawn(self._evict(e, victim_conditions.get(e.pod)))
+        for notice in decision.events:
+            self._spawn(self._event(notice))
+
+    async def drain(self) -> None:
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    def in_flight(self) -> int:
+        return len(self._tasks)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("write failed", exc_info=task.exception())
+
+    # --- bindings -------------------------------------------------------------------------------------------
+    async def _bind_cycle(self, bindings: list[Binding], deferred: list[ConditionChange]) -> None:
+        results = await asyncio.gather(*(self._bind_one(b) for b in bindings))
+        failed = [b for b, ok in zip(bindings, results, strict=True) if not ok]
+        self.metrics.bindings.inc("success", len(bindings) - len(failed))
+        if not failed:
+            for change in deferred:
+                await self._write_condition(change)
+            return
+        self.metrics.bindings.inc("failure", len(failed))
+        bound = [b for b, ok in zip(bindings, results, strict=True) if ok]
+        for change in deferred:
+            self._scheduled.discard((change.kind, change.key))
+        if bound and self._below_min_count(bindings[0].pod, {b.pod for b in failed}):
+            log.warning("rolling back %d bound members of a gang whose other binds failed", len(bound))
+            self.metrics.rollbacks.inc("gang")
+            await asyncio.gather(*(self._unbind(b) for b in bound))
+        # A pod deleted meanwhile left the snapshot with its delete event; one bound by someone else stays.
+        self.scheduler.forget([b.pod for b in failed if self.cache.forget(b.pod, b.node)])
+
+    async def _bind_one(self, b: Binding) -> bool:
+        uncertain = False
+        for attempt in range(6):
+            try:
+                async with self._writes:
+                    status = await self.api.bind(b.pod, b.node)
+            except httpx.TransportError:
+                uncertain = True  # the request may have reached the server before the connection broke
+                await asyncio.sleep(min(5.0, 0.2 * 2**attempt))
+                continue
+            if status.code == 201:
+                return True
+            if status.code == 409 and uncertain:
+                current = await self.api.get("Pod", *b.pod)
+                return bool(current.ok and current.body["spec"].get("nodeName") == b.node)
+            if status.code in RETRIABLE:
+                await asyncio.sleep(min(5.0, 0.2 * 2**attempt))
+                continue
+            log.warning("bind %s/%s to %s: %s %s", *b.pod, b.node, status.code, status.reason)
+            return False
+        return False
+
+    def _below_min_count(self, member: tuple[str, str], failed: set[tuple[str, str]]) -> bool:
+        """Would the member's gang be bound below its minCount without the failed pods?"""
+        pod = self.cache.store.get("Pod", member)
+        group_name = pod.spec.schedulingGroup.podGroupName if pod and pod.spec.schedulingGroup else None
+        if group_name is None:
+            return False
+        pg = self.cache.store.get("PodGroup", (member[0], group_name))
+        gang = pg.spec.schedulingPolicy.gang if pg is not None else None
+        if gang is None:
+            return False
+        bound = sum(
+            1
+            for p in self.cache.store.list("Pod")
+            if p.metadata.namespace == member[0]
+            and p.spec.schedulingGroup is not None
+            and p.spec.schedulingGroup.podGroupName == group_name
+            and p.spec.nodeName
+            and (p.metadata.namespace, p.metadata.name) not in failed
+        )
+        return bound < int(gang.minCount)
+
+    async def _unbind(self, b: Binding) -> None:
+        """A bound pod cannot be unbound: delete it at once (it never ran; its controller makes another)."""
+        pod = self.cache.store.get("Pod", b.pod)
+        uid = pod.metadata.uid if pod is not None else None
+        async with self._writes:
+            status = await self.api.delete_pod(b.pod, grace_seconds=0, uid=uid)
+        if not status.ok and status.code != 404:
+            log.error("rollback: delete %s/%s: %s %s", *b.pod, status.code, status.reason)
+
+    # --- conditions, nominations, evictions, events ---------------------------------------------------------
+    async def _write(self, request: Coroutine[Any, Any, Any], what: str) -> None:
+        async with self._writes:
+            try:
+                status = await request
+            except httpx.TransportError as e:
+                log.warning("%s: %s", what, e)
+                return
+        if not status.ok and status.code != 404:
+            log.warning("%s: %s %s", what, status.code, status.reason)
+
+    async def _write_condition(self, change: ConditionChange) -> None:
+        c = change.condition
+        memo = (change.kind, change.key, c.type)
+        obj = self.cache.store.get(change.kind, change.key)
+        if obj is None:
+            return
+        if (
+            c.status != "True"
+            and c.type.endswith("InitiallyScheduled")
+            and (change.kind, change.key) in self._scheduled
+        ):
+            return
+        conditions = list((obj.status.conditions if obj.status else None) or [])
+        existing = next((x for x in conditions if x.type == c.type), None)
+        if _same(existing, change) or self._written.get(memo) == (c.status, c.reason, c.message):
+            return
+        self._written[memo] = (c.status, c.reason, c.message)
+        since = _rfc3339(dt.datetime.now(dt.UTC))
+        if existing is not None and existing.status == c.status and existing.lastTransitionTime is not None:
+            since = _rfc3339(
+                existing.lastTransitionTime
+            )  # the status did not change, so neither did the time
+        entry: dict[str, Any] = {
+            "type": c.type,
+            "status": c.status,
+            "reason": c.reason or None,
+            "message": c.message,
+            "lastTransitionTime": since,
+        }
+        if change.kind == "Pod":
+            patch = {"status": {"conditions": [entry]}}
+            request = self.api.patch_status("Pod", change.key, patch, strategic=True)
+        else:
+            # metav1.Condition: reason is required; the whole list is sent (merge patch replaces lists).
+            entry["reason"] = c.reason or c.status
+            entry["observedGeneration"] = obj.metadata.generation
+            others = [x.to_dict() for x in conditions if x.type != c.type]
+            request = self.api.patch_status(
+                change.kind, change.key, {"status": {"conditions": [*others, entry]}}
+            )
+        await self._write(request, f"condition {c.type} on {change.kind} {change.key[0]}/{change.key[1]}")
+
+    async def _evict(self, e: Eviction, condition: ConditionChange | None) -> None:
+        """DisruptionTarget, then the Eviction API. The preemption already weighed PodDisruptionBudgets (it
+        spares protected victims where it can, as upstream does); if the API refuses for a budget (429), the
+        victim is deleted as kube-scheduler deletes its victims, or the preemptor could never fit."""
+        if condition is not None:
+            await self._write_condition(condition)
+        async with self._writes:
+            status = await self.api.evict(e.pod)
+            if status.code == 429:
+                status = await self.api.delete_pod(e.pod)
+        self.metrics.evictions.inc("ok" if status.ok or status.code == 404 else "failed")
+        if not status.ok and status.code != 404:
+            log.warning("evict %s/%s: %s %s", *e.pod, status.code, status.reason)
+
+    async def _event(self, notice: Notice) -> None:
+        kind, _, rest = notice.object.partition(" ")
+        namespace, _, name = rest.rpartition("/")
+        regarding = {"kind": kind, "namespace": namespace, "name": name}
+        async with self._event_writes:
+            # Events are best effort, as upstream's broadcaster drops them under pressure.
+            with contextlib.suppress(httpx.TransportError):
+                await self.api.create_event(
+                    regarding, notice.type, notice.reason, notice.message, self.scheduler_name, self.instance
+                )

@@ -1,0 +1,109 @@
+"""The live store: what the informers saw, plus the bindings in flight (kube-scheduler's "assumed" pods).
+
+A pod the scheduler has placed counts as bound at once (its nodeName is set in the cached object) until the
+API server says so or the binding fails; a watch event that still shows it unbound (an older status write)
+keeps the assumed node, so the scheduler never places the same pod twice. Updates that only touch status (the
+conditions gangsched itself writes) refresh the cached object in place without a change event: a write of
+`Unschedulable` must not requeue the group it describes (kube-scheduler ignores those updates too).
+
+Contract: single-threaded (the event loop); `changed` is set after every change the scheduler can act on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import Any
+
+from ..scheduler.decision import Binding, Decision
+from ..store.store import Store, key_of
+
+__all__ = ["LiveCache"]
+
+Key = tuple[str, str]
+
+
+def _quiet_update(kind: str, old: Any, new: Any) -> bool:
+    """True when `new` differs from `old` only in ways no scheduling decision reads."""
+    if kind in ("PodGroup", "CompositePodGroup"):
+        return bool(old.metadata.generation == new.metadata.generation)
+    if kind == "Pod":
+        return bool(
+            old.spec == new.spec
+            and old.metadata.deletionTimestamp == new.metadata.deletionTimestamp
+            and old.metadata.labels == new.metadata.labels
+            and (old.status.phase if old.status else None) == (new.status.phase if new.status else None)
+        )
+    return False
+
+
+class LiveCache:
+    """A Store fed by informers (the Sink they write to), with assumed bindings on top."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.assumed: dict[Key, str] = {}
+        self.changed = asyncio.Event()
+
+    # --- informer side --------------------------------------------------------------------------------------
+    def replace(self, kind: str, objects: list[Any]) -> None:
+        """Make the store's `kind` equal a fresh list (initial sync and relists after 410 Gone)."""
+        seen = set()
+        for obj in objects:
+            seen.add(key_of(obj))
+            self._put(kind, obj)
+        for obj in list(self.store.list(kind)):
+            key = key_of(obj)
+            if key not in seen:
+                if kind == "Pod":
+                    self.assumed.pop(key, None)
+                self.store.delete(kind, key)
+        self.changed.set()
+
+    def event(self, kind: str, event_type: str, obj: Any) -> None:
+        if event_type == "DELETED":
+            key = key_of(obj)
+            if kind == "Pod":
+                self.assumed.pop(key, None)
+            self.store.delete(kind, key)
+        else:
+            self._put(kind, obj)
+        self.changed.set()
+
+    def _put(self, kind: str, obj: Any) -> None:
+        key = key_of(obj)
+        if kind == "Pod":
+            node = self.assumed.get(key)
+            if node is not None:
+                if obj.spec.nodeName:
+                    del self.assumed[key]  # the API server confirms (or another binder won: it is the truth)
+                else:
+                    obj.spec.nodeName = node
+        old = self.store.get(kind, key)
+        if old is not None:
+            if old.metadata.resourceVersion == obj.metadata.resourceVersion:
+                return  # a relist repeating what the watch already delivered
+            if _quiet_update(kind, old, obj):
+                old.metadata = obj.metadata
+                old.status = obj.status
+                return
+        self.store.add(obj)
+
+    # --- scheduler side -------------------------------------------------------------------------------------
+    def assume(self, bindings: Iterable[Binding]) -> None:
+        """Count these pods as bound now (the scheduler already reserved them in its snapshot)."""
+        bindings = list(bindings)
+        for b in bindings:
+            self.assumed[b.pod] = b.node
+        self.store.apply(Decision(bindings=bindings))
+
+    def forget(self, key: Key, node: str) -> bool:
+        """Undo an assumed binding that failed; True if the cached pod is unbound again."""
+        if self.assumed.get(key) != node:
+            return False
+        del self.assumed[key]
+        pod = self.store.get("Pod", key)
+        if pod is None or pod.spec.nodeName != node:
+            return False
+        pod.spec.nodeName = None
+        return True

@@ -1,0 +1,283 @@
+"""The one I/O seam of live mode: requests to the API server, on lightkube's async HTTP client.
+
+lightkube builds the connection (kubeconfig, TLS, token) and decodes objects into its models; the requests
+themselves are made here, because the live scheduler needs what lightkube's typed calls hide: the list's
+resourceVersion with bookmarks on watches, a Binding answered with a Status (lightkube 1.0.1 raises on it),
+the Eviction subresource, and every HTTP status as a value rather than an exception.
+
+    api = KubeApi.from_kubeconfig("~/.kube/config")
+    items, rv = await api.list("Pod")
+    async for kind, obj_or_rv in api.watch("Pod", rv): ...
+    status = await api.bind(("ns", "p"), "node-1")   # 201 is success
+    await api.close()
+
+Contract: coroutine methods, one event loop; `ApiStatus` (HTTP status and decoded body) for writes, never
+raises on an HTTP error status; transport errors (server down) raise `httpx.TransportError`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2 as httpx
+import msgspec
+from lightkube import KubeConfig
+from lightkube.config.client_adapter import ConnectionParams
+from lightkube.core import decoders
+from lightkube.resources import (
+    coordination_v1,
+    core_v1,
+    policy_v1,
+    scheduling_v1,
+    scheduling_v1alpha3,
+    scheduling_v1beta1,
+)
+
+__all__ = ["RESOURCES", "ApiStatus", "KubeApi", "Resource", "WatchGone"]
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """Where a kind lives on the API server and the lightkube model its objects decode into."""
+
+    kind: str
+    prefix: str  # /api/v1 or /apis/<group>/<version>
+    plural: str
+    model: Any
+    namespaced: bool
+
+    def path(self, namespace: str | None = None, name: str | None = None, sub: str | None = None) -> str:
+        parts = [self.prefix]
+        if self.namespaced and namespace:
+            parts += ["namespaces", namespace]
+        parts.append(self.plural)
+        if name:
+            parts.append(name)
+        if sub:
+            parts.append(sub)
+        return "/".join(parts)
+
+
+V1BETA1 = "/apis/scheduling.k8s.io/v1beta1"
+RESOURCES: dict[str, Resource] = {
+    r.kind: r
+    for r in (
+        Resource("Node", "/api/v1", "nodes", core_v1.Node, False),
+        Resource("Pod", "/api/v1", "pods", core_v1.Pod, True),
+        Resource(
+            "PriorityClass",
+            "/apis/scheduling.k8s.io/v1",
+            "priorityclasses",
+            scheduling_v1.PriorityClass,
+            False,
+        ),
+        Resource(
+            "PodDisruptionBudget",
+            "/apis/policy/v1",
+            "poddisruptionbudgets",
+            policy_v1.PodDisruptionBudget,
+            True,
+        ),
+        Resource("Workload", V1BETA1, "workloads", scheduling_v1beta1.Workload, True),
+        Resource("PodGroup", V1BETA1, "podgroups", scheduling_v1beta1.PodGroup, True),
+        Resource(
+            "CompositePodGroup",
+            "/apis/scheduling.k8s.io/v1alpha3",
+            "compositepodgroups",
+            scheduling_v1alpha3.CompositePodGroup,
+            True,
+        ),
+        Resource("Lease", "/apis/coordination.k8s.io/v1", "leases", coordination_v1.Lease, True),
+    )
+}
+
+
+class WatchGone(Exception):
+    """The watch's resourceVersion is too old (410 Gone): the informer must list again."""
+
+
+class _Meta(msgspec.Struct):
+    resourceVersion: str | None = None
+
+
+class _Bookmark(msgspec.Struct):
+    metadata: _Meta
+
+
+@dataclass(frozen=True, slots=True)
+class ApiStatus:
+    code: int
+    body: Any
+
+    @property
+    def ok(self) -> bool:
+        return 200 <= self.code < 300
+
+    @property
+    def reason(self) -> str:
+        return str(self.body.get("reason", "")) if isinstance(self.body, dict) else ""
+
+
+def micro_time(when: dt.datetime | None = None) -> str:
+    """RFC 3339 with microseconds, as MicroTime fields (Event.eventTime, Lease times) want."""
+    return (when or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class KubeApi:
+    """Requests to one API server. Not thread-safe (one event loop)."""
+
+    def __init__(self, http: httpx.AsyncClient) -> None:
+        self.http = http
+
+    @classmethod
+    def from_kubeconfig(cls, path: str, *, max_connections: int = 64) -> KubeApi:
+        config = KubeConfig.from_file(path).get()
+        if config is None:
+            raise ValueError(f"{path}: no current context")
+        # No proxies from the environment: the scheduler talks to its API server directly.
+        params = ConnectionParams(timeout=httpx.Timeout(30.0), trust_env=False)
+        # Many concurrent binds need many connections; keep-alive makes them cheap.
+        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+        return cls(httpx.AsyncClient(**params.httpx_params(config), limits=limits))
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+    # --- reading ------------------------------------------------------------------------------------------
+
+    async def list(self, kind: str) -> tuple[list[Any], str]:
+        """All objects of `kind` (pages of 500) and the list's resourceVersion."""
+        res = RESOURCES[kind]
+        items: list[Any] = []
+        params: dict[str, Any] = {"limit": 500}
+        while True:
+            resp = await self.http.get(res.path(), params=params)
+            if resp.status_code != 200:
+                raise httpx.HTTPStatusError(f"list {kind}: {resp.status_code}", request=resp.request,
+                                            response=resp)  # fmt: skip
+            cont, rv, chunk = decoders.decode_list(resp.content, res.model)
+            items.extend(chunk)
+            if not cont:
+                return items, str(rv or "")
+            params["continue"] = cont
+
+    async def watch(self, kind: str, resource_version: str, timeout_seconds: int = 300) -> AsyncIterator[Any]:
+        """Watch events from `resource_version`: yields (type, object) for ADDED/MODIFIED/DELETED and
+        ("BOOKMARK", resourceVersion). Raises WatchGone on 410; returns when the server ends the watch."""
+        res = RESOURCES[kind]
+        params = {
+            "watch": "true",
+            "resourceVersion": resource_version,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": str(timeout_seconds),
+        }
+        timeout = httpx.Timeout(30.0, read=timeout_seconds + 30.0)
+        async with self.http.stream("GET", res.path(), params=params, timeout=timeout) as resp:
+            if resp.status_code == 410:
+                raise WatchGone(kind)
+            if resp.status_code != 200:
+                await resp.aread()
+                raise httpx.HTTPStatusError(f"watch {kind}: {resp.status_code}", request=resp.request,
+                                            response=resp)  # fmt: skip
+            async for line in resp.aiter_lines():
+                if not line:
+                    continue
+                event = decoders.decode_watch_event(line.encode() if isinstance(line, str) else line)
+                if event.type == "ERROR":
+                    status = msgspec.json.decode(event.object)
+                    if status.get("code") == 410:
+                        raise WatchGone(kind)
+                    raise httpx.HTTPStatusError(
+                        f"watch {kind}: {status}", request=resp.request, response=resp
+                    )
+                if event.type == "BOOKMARK":
+                    yield (
+                        "BOOKMARK",
+                        msgspec.json.decode(event.object, type=_Bookmark).metadata.resourceVersion,
+                    )
+                else:
+                    yield event.type, decoders.decode_object(event.object, res.model)
+
+    async def get(self, kind: str, namespace: str | None, name: str) -> ApiStatus:
+        return await self._send("GET", RESOURCES[kind].path(namespace, name))
+
+    # --- writing ------------------------------------------------------------------------------------------
+
+    async def _send(self, method: str, path: str, body: Any = None, content_type: str | None = None,
+                    params: dict[str, str] | None = None) -> ApiStatus:  # fmt: skip
+        headers = {"Accept": "application/json"}
+        content = None
+        if body is not None:
+            content = msgspec.json.encode(body)
+            headers["Content-Type"] = content_type or "application/json"
+        resp = await self.http.request(method, path, content=content, headers=headers, params=params)
+        try:
+            decoded = msgspec.json.decode(resp.content) if resp.content else None
+        except msgspec.DecodeError:
+            decoded = resp.text
+        return ApiStatus(resp.status_code, decoded)
+
+    async def create(self, kind: str, namespace: str | None, body: dict[str, Any]) -> ApiStatus:
+        return await self._send("POST", RESOURCES[kind].path(namespace), body)
+
+    async def replace(self, kind: str, namespace: str | None, name: str, body: dict[str, Any]) -> ApiStatus:
+        return await self._send("PUT", RESOURCES[kind].path(namespace, name), body)
+
+    async def bind(self, pod: tuple[str, str], node: str) -> ApiStatus:
+        """POST pods/binding. The server answers 201 with a Status (not a Binding): 201 means bound."""
+        ns, name = pod
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": name, "namespace": ns},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        return await self._send("POST", RESOURCES["Pod"].path(ns, name, "binding"), body)
+
+    async def patch_status(self, kind: str, key: tuple[str, str], patch: dict[str, Any], *,
+                           strategic: bool = False) -> ApiStatus:  # fmt: skip
+        """Patch the /status subresource: strategic merge for pods (conditions merge by type), JSON merge
+        patch otherwise (the whole conditions list is replaced, so the caller sends all of it)."""
+        ns, name = key
+        content_type = (
+            "application/strategic-merge-patch+json" if strategic else "application/merge-patch+json"
+        )
+        return await self._send("PATCH", RESOURCES[kind].path(ns, name, "status"), patch, content_type)
+
+    async def evict(self, pod: tuple[str, str]) -> ApiStatus:
+        """policy/v1 Eviction: the API server checks PodDisruptionBudgets, answers 429 if one forbids it."""
+        ns, name = pod
+        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": ns}}
+        return await self._send("POST", RESOURCES["Pod"].path(ns, name, "eviction"), body)
+
+    async def delete_pod(self, pod: tuple[str, str], *, grace_seconds: int | None = None,
+                         uid: str | None = None) -> ApiStatus:  # fmt: skip
+        ns, name = pod
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if grace_seconds is not None:
+            body["gracePeriodSeconds"] = grace_seconds
+        if uid is not None:
+            body["preconditions"] = {"uid": uid}
+        return await self._send("DELETE", RESOURCES["Pod"].path(ns, name), body)
+
+    async def create_event(self, regarding: dict[str, str], event_type: str, reason: str, note: str,
+                           controller: str, instance: str) -> ApiStatus:  # fmt: skip
+        """An events.k8s.io/v1 Event about `regarding` ({kind, namespace, name, uid?})."""
+        ns = regarding.get("namespace") or "default"
+        body = {
+            "apiVersion": "events.k8s.io/v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{regarding['name']}.", "namespace": ns},
+            "eventTime": micro_time(),
+            "reportingController": controller,
+            "reportingInstance": instance,
+            "action": "Scheduling" if reason != "Preempted" else "Preempting",
+            "reason": reason,
+            "type": event_type,
+            "note": note[:1024],
+            "regarding": {"apiVersion": "v1", **regarding},
+        }
+        return await self._send("POST", f"/apis/events.k8s.io/v1/namespaces/{ns}/events", body)

@@ -1,0 +1,301 @@
+"""`gangsched run`: the decision core as a secondary scheduler on a real cluster.
+
+1. (With --leader-elect) wait until this replica holds the Lease; lose it and the process exits.
+2. Informers list every kind the scheduler reads into one Store (live/informer.py, live/cache.py).
+3. The same Scheduler as the CLI and the simulator is built on that Store, for pods naming our schedulerName.
+4. Recovery: gangs found bound below their minCount with members still pending (a previous incarnation died
+   while binding) are left to the first scheduling pass, which counts their bound members and places the rest
+   if it can (finishing loses no work). Any still below minCount once that pass is done have their bound
+   members deleted: holding part of a gang is the deadlock gang scheduling exists to prevent.
+5. Loop: `schedule_one(now)`; each Decision goes to the Applier (live/applier.py) without waiting for it; when
+   the queue is idle, wait for a change from the informers or for the next backoff to end.
+
+    asyncio.run(run(RunOptions(kubeconfig="~/.kube/config")))
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from ..api.gates import FeatureGates
+from ..scheduler import Decision, Profile, Scheduler
+from ..store.store import EPOCH, Store
+from .applier import Applier
+from .cache import LiveCache
+from .informer import Informer
+from .kube import KubeApi
+from .leader import LeaderElector
+from .metrics import Gauge, Metrics, serve_http
+
+__all__ = ["INFORMER_KINDS", "LiveScheduler", "RunOptions", "run"]
+
+log = logging.getLogger("gangsched.live")
+INFORMER_KINDS = (
+    "PriorityClass",
+    "Node",
+    "Workload",
+    "CompositePodGroup",
+    "PodGroup",
+    "PodDisruptionBudget",
+    "Pod",
+)
+IDLE_WAIT = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class RunOptions:
+    kubeconfig: str
+    scheduler_name: str = "gangsched"
+    gates: FeatureGates = field(default_factory=FeatureGates)
+    leader_elect: bool = False
+    lease_namespace: str = "kube-system"
+    lease_name: str = "gangsched"
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    metrics_port: int | None = None
+    seed: int = 0
+    api_concurrency: int = 48
+
+
+def _wall_clock() -> float:
+    """Seconds since the Store's epoch: conditions the Store stamps get the real time."""
+    return time.time() - EPOCH.timestamp()
+
+
+class LiveScheduler:
+    """Informers + Scheduler + Applier over one API server. `start()` then `loop()`; `stop()` to finish."""
+
+    def __init__(self, api: KubeApi, options: RunOptions, metrics: Metrics) -> None:
+        self.api = api
+        self.options = options
+        self.metrics = metrics
+        self.store = Store(clock=_wall_clock)
+        self.cache = LiveCache(self.store)
+        self.informers = [Informer(api, kind, self.cache) for kind in INFORMER_KINDS]
+        self.scheduler: Scheduler | None = None
+        self.applier: Applier | None = None
+        self.synced = False
+        self._tasks: list[asyncio.Task[None]] = []
+        self._incomplete: dict[tuple[str, str], int] = {}
+
+    async def start(self) -> None:
+        self._tasks = [asyncio.create_task(i.run(), name=f"informer-{i.kind}") for i in self.informers]
+        await asyncio.gather(*(i.synced.wait() for i in self.informers))
+        profile = Profile(scheduler_names=frozenset({self.options.scheduler_name}))
+        self.scheduler = Scheduler(self.store, self.options.gates, seed=self.options.seed, profile=profile)
+        self.scheduler.sync()
+        self.applier = Applier(
+            self.api,
+            self.cache,
+            self.scheduler,
+            self.metrics,
+            scheduler_name=self.options.scheduler_name,
+            max_writes=self.options.api_concurrency,
+        )
+        self._incomplete = {g: n for g, (bound, n) in self.gangs_below_min_count().items() if bound}
+        if self._incomplete:
+            log.warning(
+                "recovery: %d gang(s) bound below minCount at start; finishing them if the first pass can, "
+                "else deleting their bound members",
+                len(self._incomplete),
+            )
+        self._attach_gauges()
+        self.synced = True
+        log.info("synced: %s", {k: self.store.count(k) for k in INFORMER_KINDS})
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.applier is not None:
+            await self.applier.drain()
+
+    # --- the loop -------------------------------------------------------------------------------------------
+    async def loop(self) -> None:
+        scheduler, applier = self.scheduler, self.applier
+        assert scheduler is not None and applier is not None
+        while True:
+            now = time.monotonic()
+            cycles = scheduler.cycles
+            started = time.perf_counter()
+            decision = scheduler.schedule_one(now)
+            if decision is not None:
+                if scheduler.cycles != cycles:
+                    self.metrics.cycle_seconds.observe(time.perf_counter() - started)
+                    self.metrics.attempts.inc(self._result(decision))
+                if decision.evictions:
+                    self.metrics.preemptions.inc("group" if self._preempting_group(decision) else "pod")
+                applier.apply(decision)
+                await asyncio.sleep(0)  # let the informers and the writes in flight run
+                continue
+            if self._incomplete:
+                await applier.drain()
+                await self._recover()
+                continue
+            ready = scheduler.queue.next_ready_at()
+            timeout = IDLE_WAIT if ready is None else min(IDLE_WAIT, max(0.0, ready - now))
+            self.cache.changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.cache.changed.wait(), timeout)
+
+    @staticmethod
+    def _result(decision: Decision) -> str:
+        if decision.bindings:
+            return "scheduled"
+        reasons = {c.condition.reason for c in decision.conditions}
+        if "SchedulerError" in reasons or "Invalid" in reasons:
+            return "error"
+        return "unschedulable"
+
+    @staticmethod
+    def _preempting_group(decision: Decision) -> bool:
+        return any(c.kind in ("PodGroup", "CompositePodGroup") for c in decision.conditions)
+
+    # --- recovery -------------------------------------------------------------------------------------------
+    def gangs_below_min_count(self) -> dict[tuple[str, str], tuple[list[tuple[str, str]], int]]:
+        """Gangs with members pending for us and fewer bound members than minCount: group -> (bound member
+        keys, minCount). Pods being deleted do not count."""
+        members: dict[tuple[str, str], tuple[list[tuple[str, str]], list[tuple[str, str]]]] = {}
+        for pod in self.store.list("Pod"):
+            sg = pod.spec.schedulingGroup
+            if sg is None or not sg.podGroupName or pod.metadata.deletionTimestamp is not None:
+                continue
+            bound, pending = members.setdefault((pod.metadata.namespace, sg.podGroupName), ([], []))
+            key = (pod.metadata.namespace, pod.metadata.name)
+            if pod.spec.nodeName:
+                bound.append(key)
+            elif (pod.spec.schedulerName or "default-scheduler") == self.options.scheduler_name:
+                pending.append(key)
+        out: dict[tuple[str, str], tuple[list[tuple[str, str]], int]] = {}
+        for group, (bound, pending) in members.items():
+            pg = self.store.get("PodGroup", group)
+            gang = pg.spec.schedulingPolicy.gang if pg is not None else None
+            if gang is not None and pending and len(bound) < int(gang.minCount):
+                out[group] = (bound, int(gang.minCount))
+        return out
+
+    async def _recover(self) -> None:
+        """After the first pass: delete the bound members of gangs it could not finish."""
+        incomplete, self._incomplete = self._incomplete, {}
+        still = self.gangs_below_min_count()
+        assert self.applier is not None
+        for group in incomplete:
+            if group not in still:
+                log.info("recovery: gang %s/%s finished", *group)
+                continue
+            bound, min_count = still[group]
+            log.warning(
+                "recovery: gang %s/%s has %d of %d members bound and cannot be finished: deleting them",
+                *group,
+                len(bound),
+                min_count,
+            )
+            self.metrics.rollbacks.inc("recovery")
+            for key in bound:
+                pod = self.store.get("Pod", key)
+                uid = pod.metadata.uid if pod is not None else None
+                await self.api.delete_pod(key, grace_seconds=0, uid=uid)
+
+    # --- metrics --------------------------------------------------------------------------------------------
+    def _attach_gauges(self) -> None:
+        scheduler = self.scheduler
+        assert scheduler is not None
+
+        def queue_depth() -> dict[str, float]:
+            depth = {state: 0.0 for state in ("active", "backoff", "unschedulable", "in-flight")}
+            depth.update({k: float(v) for k, v in scheduler.queue.pending().items()})
+            return depth
+
+        def pending_gangs() -> dict[str, float]:
+            waiting = {
+                (p.metadata.namespace, p.spec.schedulingGroup.podGroupName)
+                for p in self.store.list("Pod")
+                if not p.spec.nodeName and p.spec.schedulingGroup is not None
+            }
+            gangs = sum(
+                1
+                for g in waiting
+                if (pg := self.store.get("PodGroup", g)) is not None and pg.spec.schedulingPolicy.gang
+            )
+            return {"": float(gangs)}
+
+        def in_flight() -> dict[str, float]:
+            return {"": float(self.applier.in_flight() if self.applier else 0)}
+
+        self.metrics.gauges += [
+            Gauge("gangsched_queue_depth", "Roots in the scheduling queue by state.", "state", queue_depth),
+            Gauge("gangsched_pending_gangs", "Gangs with members not yet bound.", "", pending_gangs),
+            Gauge("gangsched_writes_in_flight", "API writes not yet answered.", "", in_flight),
+        ]
+
+
+async def run(options: RunOptions) -> int:
+    """Run until SIGTERM/SIGINT (exit 0) or a lost Lease (exit 1)."""
+    api = KubeApi.from_kubeconfig(options.kubeconfig)
+    metrics = Metrics()
+    identity = f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    elector = (
+        LeaderElector(
+            api,
+            options.lease_namespace,
+            options.lease_name,
+            identity,
+            lease_duration=options.lease_duration,
+            renew_deadline=options.renew_deadline,
+            retry_period=options.retry_period,
+        )
+        if options.leader_elect
+        else None
+    )
+    live = LiveScheduler(api, options, metrics)
+
+    def ready() -> bool:
+        return live.synced and (elector is None or elector.leading)
+
+    server = (
+        await serve_http(metrics, port=options.metrics_port, ready=ready) if options.metrics_port else None
+    )
+    stopping = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stopping.set)
+    code = 0
+    try:
+        if elector is not None:
+            acquire = asyncio.create_task(elector.acquire())
+            stop_wait = asyncio.create_task(stopping.wait())
+            await asyncio.wait({acquire, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+            if not acquire.done():
+                acquire.cancel()
+                return 0
+            stop_wait.cancel()
+        await live.start()
+        log.info("scheduling pods with schedulerName %s", options.scheduler_name)
+        tasks = {asyncio.create_task(live.loop()), asyncio.create_task(stopping.wait())}
+        if elector is not None:
+            tasks.add(asyncio.create_task(elector.keep()))
+        done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in pending:
+            task.cancel()
+        for task in done:
+            if not task.cancelled() and task.exception() is not None:
+                log.error("stopping: %s", task.exception())
+                code = 1
+    finally:
+        await live.stop()
+        if elector is not None and code == 0:
+            with contextlib.suppress(Exception):
+                await elector.release()
+        if server is not None:
+            server.close()
+        await api.close()
+    return code

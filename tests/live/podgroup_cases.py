@@ -1,0 +1,256 @@
+"""Upstream's test/integration/scheduler/podgroup cases (spec §6) as steps on a real API server, for any
+scheduler: the same steps run once with kube-scheduler and once with gangsched, each in its own namespace on
+its own 4-CPU node, and the outcomes (which pods are bound, each PodGroup's PodGroupInitiallyScheduled
+status/reason) are compared at every checkpoint.
+
+    harness = Harness(client, namespace, scheduler_name=None)   # None: kube-scheduler (default-scheduler)
+    checkpoints = CASES["blocker"](harness)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from lightkube import ApiError, Client, codecs
+from lightkube.resources.core_v1 import Node, Pod
+from lightkube.resources.scheduling_v1 import PriorityClass
+from lightkube.resources.scheduling_v1beta1 import PodGroup
+
+from gangsched.live.fakenodes import create_node
+
+SCHEDULED = "PodGroupInitiallyScheduled"
+#: Blockers are bound by their manifest (spec.nodeName); no scheduler may take them.
+NOBODY = "gangsched-test-nobody"
+PRIORITY_CLASSES = {"gs-test-low": 10, "gs-test-high": 100}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    bound: dict[str, bool]
+    groups: dict[str, tuple[str, str] | None]
+
+    def __str__(self) -> str:
+        pods = " ".join(f"{k}={'bound' if v else 'pending'}" for k, v in sorted(self.bound.items()))
+        return f"{pods} | groups {self.groups}"
+
+
+def ensure_priority_classes(client: Client) -> None:
+    for name, value in PRIORITY_CLASSES.items():
+        try:
+            client.create(
+                codecs.from_dict(
+                    {
+                        "apiVersion": "scheduling.k8s.io/v1",
+                        "kind": "PriorityClass",
+                        "metadata": {"name": name},
+                        "value": value,
+                    }
+                )
+            )
+        except ApiError as e:
+            if e.status.code != 409:
+                raise
+    assert {n: client.get(PriorityClass, n).value for n in PRIORITY_CLASSES} == PRIORITY_CLASSES
+
+
+class Harness:
+    """One namespace with one Ready 4-CPU node, pods for `scheduler_name` (None: kube-scheduler)."""
+
+    def __init__(self, client: Client, namespace: str, scheduler_name: str | None, cpu: str = "4") -> None:
+        self.client = client
+        self.namespace = namespace
+        self.scheduler_name = scheduler_name
+        self.node = f"{namespace}-n1"
+        create_node(client, self.node, {"cpu": cpu}, labels={"gangsched.test/namespace": namespace})
+
+    def cleanup(self) -> None:
+        try:
+            self.client.delete(Node, self.node)
+        except ApiError as e:
+            if e.status.code != 404:
+                raise
+
+    # --- steps ----------------------------------------------------------------------------------------------
+    def group(self, name: str, min_count: int, priority_class: str | None = None) -> None:
+        spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
+        if priority_class:
+            spec["priorityClassName"] = priority_class
+            spec["priority"] = PRIORITY_CLASSES[priority_class]
+        self.client.create(
+            codecs.from_dict(
+                {
+                    "apiVersion": "scheduling.k8s.io/v1beta1",
+                    "kind": "PodGroup",
+                    "metadata": {"name": name, "namespace": self.namespace},
+                    "spec": spec,
+                }
+            )
+        )
+
+    def pod(
+        self, name: str, group: str | None = None, cpu: str = "1", priority_class: str | None = None
+    ) -> None:
+        spec: dict[str, Any] = {
+            "containers": [
+                {"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": cpu}}}
+            ],
+            "nodeSelector": {"gangsched.test/namespace": self.namespace},
+        }
+        if self.scheduler_name:
+            spec["schedulerName"] = self.scheduler_name
+        if group:
+            spec["schedulingGroup"] = {"podGroupName": group}
+        if priority_class:
+            spec["priorityClassName"] = priority_class
+        self._create_pod(name, spec)
+
+    def blocker(self, name: str, cpu: str, priority_class: str | None = None) -> None:
+        """A pod already running on the node (bound by its manifest), as upstream's tests make them."""
+        spec: dict[str, Any] = {
+            "containers": [
+                {"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": cpu}}}
+            ],
+            "nodeName": self.node,
+            "schedulerName": NOBODY,
+        }
+        if priority_class:
+            spec["priorityClassName"] = priority_class
+        self._create_pod(name, spec)
+
+    def _create_pod(self, name: str, spec: dict[str, Any]) -> None:
+        body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": self.namespace}}
+        self.client.create(codecs.from_dict({**body, "spec": spec}))
+
+    def delete(self, name: str) -> None:
+        self.client.delete(Pod, name, namespace=self.namespace, grace_period=0)
+
+    # --- observing ------------------------------------------------------------------------------------------
+    def outcome(self) -> Outcome:
+        bound = {
+            p.metadata.name: bool(p.spec.nodeName) for p in self.client.list(Pod, namespace=self.namespace)
+        }
+        groups: dict[str, tuple[str, str] | None] = {}
+        for pg in self.client.list(PodGroup, namespace=self.namespace):
+            c = next((c for c in (pg.status and pg.status.conditions) or [] if c.type == SCHEDULED), None)
+            groups[pg.metadata.name] = (c.status, c.reason) if c is not None else None
+        return Outcome(bound, groups)
+
+    def settle(self, expected: Outcome, timeout: float = 30.0) -> Outcome:
+        """The outcome once it equals `expected`, or as it is after `timeout` seconds (then it differs)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            now = self.outcome()
+            if now == expected or time.monotonic() > deadline:
+                return now
+            time.sleep(0.2)
+
+    def hold(self, expected: Outcome, seconds: float = 3.0) -> Outcome:
+        """For states that must last (gated pods): the first outcome that differs from `expected` within
+        `seconds`, else `expected`."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            now = self.outcome()
+            if now != expected:
+                return now
+            time.sleep(0.2)
+        return self.outcome()
+
+
+def _pods(prefix: str, n: int, bound: bool) -> dict[str, bool]:
+    return {f"{prefix}-{i}": bound for i in range(n)}
+
+
+# Each case returns [(checkpoint name, expected, observed)].
+Checkpoints = list[tuple[str, Outcome, Outcome]]
+
+
+def all_fit(h: Harness) -> Checkpoints:
+    h.group("g", 3)
+    for i in range(3):
+        h.pod(f"g-{i}", "g")
+    want = Outcome(_pods("g", 3, True), {"g": ("True", "Scheduled")})
+    return [("scheduled", want, h.settle(want))]
+
+
+def gated_until_min_count(h: Harness) -> Checkpoints:
+    h.group("g", 3)
+    h.pod("g-0", "g")
+    h.pod("g-1", "g")
+    gated = Outcome(_pods("g", 2, False), {"g": None})
+    first = h.hold(gated)
+    h.pod("g-2", "g")
+    want = Outcome(_pods("g", 3, True), {"g": ("True", "Scheduled")})
+    return [("gated", gated, first), ("third pod arrives", want, h.settle(want))]
+
+
+def pods_before_group(h: Harness) -> Checkpoints:
+    for i in range(3):
+        h.pod(f"g-{i}", "g")
+    gated = Outcome(_pods("g", 3, False), {})
+    first = h.hold(gated)
+    h.group("g", 3)
+    want = Outcome(_pods("g", 3, True), {"g": ("True", "Scheduled")})
+    return [("gated", gated, first), ("group arrives", want, h.settle(want))]
+
+
+def blocker(h: Harness) -> Checkpoints:
+    h.blocker("blocker", "2")
+    h.group("g", 3)
+    for i in range(3):
+        h.pod(f"g-{i}", "g")
+    blocked = Outcome({"blocker": True, **_pods("g", 3, False)}, {"g": ("False", "Unschedulable")})
+    first = h.settle(blocked)
+    h.delete("blocker")
+    want = Outcome(_pods("g", 3, True), {"g": ("True", "Scheduled")})
+    return [("blocked", blocked, first), ("blocker deleted", want, h.settle(want))]
+
+
+def beyond_min_count(h: Harness) -> Checkpoints:
+    h.blocker("blocker", "1")
+    h.group("g", 3)
+    for i in range(4):
+        h.pod(f"g-{i}", "g")
+    # Pods are tried in creation order: the first three fit beside the blocker, the fourth waits.
+    three = Outcome({"blocker": True, **_pods("g", 3, True), "g-3": False}, {"g": ("True", "Scheduled")})
+    first = h.settle(three)
+    h.delete("blocker")
+    want = Outcome(_pods("g", 4, True), {"g": ("True", "Scheduled")})
+    return [("three of four", three, first), ("blocker deleted", want, h.settle(want))]
+
+
+def interleaved(h: Harness) -> Checkpoints:
+    h.group("a", 3)
+    h.group("b", 3)
+    for i in range(3):
+        h.pod(f"a-{i}", "a")
+        h.pod(f"b-{i}", "b")
+    # One gang whole and the other pending: no deadlock with half of each. The older group goes first.
+    want = Outcome(
+        {**_pods("a", 3, True), **_pods("b", 3, False)},
+        {"a": ("True", "Scheduled"), "b": ("False", "Unschedulable")},
+    )
+    return [("one whole, one pending", want, h.settle(want))]
+
+
+def preemption(h: Harness) -> Checkpoints:
+    h.blocker("blocker", "2", priority_class="gs-test-low")
+    h.group("g", 3, priority_class="gs-test-high")
+    for i in range(3):
+        h.pod(f"g-{i}", "g", priority_class="gs-test-high")
+    # The blocker is evicted (the fake kubelet finishes its deletion) and the gang is bound.
+    want = Outcome(_pods("g", 3, True), {"g": ("True", "Scheduled")})
+    return [("blocker preempted", want, h.settle(want, timeout=45))]
+
+
+CASES: dict[str, Callable[[Harness], Checkpoints]] = {
+    "all-fit": all_fit,
+    "gated-until-min-count": gated_until_min_count,
+    "pods-before-group": pods_before_group,
+    "blocker": blocker,
+    "beyond-min-count": beyond_min_count,
+    "interleaved-gangs": interleaved,
+    "preemption": preemption,
+}

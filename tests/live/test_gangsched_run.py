@@ -1,0 +1,369 @@
+"""`gangsched run` on the real API server: topology, a failed bind rolling a gang back, kill -9 in the middle
+of binding a 100-pod gang, an API-server restart, leader election between two replicas, metrics and health."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import signal
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+from lightkube import AsyncClient, Client, KubeConfig, codecs
+from lightkube.resources.core_v1 import Pod
+from lightkube.resources.scheduling_v1beta1 import PodGroup
+
+from gangsched.live.controlplane import LocalControlPlane, ManagedProcess, free_port
+
+from .conftest import StartGangsched
+from .test_apiserver import condition, wait_for
+
+MakeNode = Callable[..., Any]
+
+
+def _group(namespace: str, name: str, min_count: int, topology: str | None = None) -> Any:
+    spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count}}}
+    if topology:
+        spec["schedulingConstraints"] = {"topology": [{"key": topology}]}
+    return codecs.from_dict(
+        {
+            "apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": spec,
+        }
+    )
+
+
+def _pod(namespace: str, name: str, group: str, scheduler: str, cpu: str = "1") -> Any:
+    return codecs.from_dict(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {
+                "schedulerName": scheduler,
+                "schedulingGroup": {"podGroupName": group},
+                "nodeSelector": {"gangsched.test/namespace": namespace},
+                "containers": [{"name": "c", "image": "pause", "resources": {"requests": {"cpu": cpu}}}],
+            },
+        }
+    )
+
+
+def _create_all(control_plane: LocalControlPlane, objects: list[Any]) -> None:
+    """Create many objects at once with the async client (a gang's members arrive together)."""
+
+    async def run() -> None:
+        client = AsyncClient(KubeConfig.from_file(str(control_plane.kubeconfig)))
+        try:
+            await asyncio.gather(*(client.create(obj) for obj in objects))
+        finally:
+            await client.close()
+
+    asyncio.run(run())
+
+
+def _nodes_of(client: Client, namespace: str) -> dict[str, str | None]:
+    return {p.metadata.name: p.spec.nodeName for p in client.list(Pod, namespace=namespace)}
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except OSError:
+        return 0, ""
+
+
+def _metric(text: str, line_start: str) -> float:
+    for line in text.splitlines():
+        if line.startswith(line_start + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_gang_goes_to_the_one_rack_that_fits(
+    gangsched: ManagedProcess, kube_client: Client, namespace: str, make_node: MakeNode
+) -> None:
+    """tas_test 'only one rack fits': rack r1 has 2 CPU, rack r2 4; a rack-constrained gang of 3 x 1 CPU."""
+    rack = "topology.kubernetes.io/rack"
+    make_node("r1-a", {"cpu": "2"}, labels={rack: "r1"})
+    r2 = {make_node(s, {"cpu": "2"}, labels={rack: "r2"}).metadata.name for s in ("r2-a", "r2-b")}
+    kube_client.create(_group(namespace, "g", 3, topology=rack))
+    for i in range(3):
+        kube_client.create(_pod(namespace, f"g-{i}", "g", "gangsched"))
+    placed = wait_for(
+        "3 pods bound", lambda: (n := _nodes_of(kube_client, namespace)) and all(n.values()) and n
+    )
+    assert set(placed.values()) <= r2, placed
+    scheduled = wait_for(
+        "PodGroupInitiallyScheduled",
+        lambda: condition(kube_client.get(PodGroup, "g", namespace=namespace), "PodGroupInitiallyScheduled"),
+    )
+    assert (scheduled.status, scheduled.reason) == ("True", "Scheduled")
+
+
+def test_no_rack_fits_leaves_the_gang_pending(
+    gangsched: ManagedProcess, kube_client: Client, namespace: str, make_node: MakeNode
+) -> None:
+    rack = "topology.kubernetes.io/rack"
+    make_node("r1-a", {"cpu": "2"}, labels={rack: "r1"})
+    make_node("r2-a", {"cpu": "2"}, labels={rack: "r2"})
+    kube_client.create(_group(namespace, "g", 3, topology=rack))
+    for i in range(3):
+        kube_client.create(_pod(namespace, f"g-{i}", "g", "gangsched"))
+    failed = wait_for(
+        "PodGroupInitiallyScheduled",
+        lambda: condition(kube_client.get(PodGroup, "g", namespace=namespace), "PodGroupInitiallyScheduled"),
+    )
+    assert (failed.status, failed.reason) == ("False", "Unschedulable")
+    assert failed.message.startswith("0/2 placements are available"), failed.message
+    assert not any(_nodes_of(kube_client, namespace).values())
+
+
+def _deny_binding(control_plane: LocalControlPlane, namespace: str, pod: str) -> str:
+    """A ValidatingAdmissionPolicy (the API server's own CEL admission) refusing to bind one pod: a real
+    failed bind, not a simulated one. Returns the policy name."""
+    name = f"deny-bind-{namespace}"[:60]
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {
+                "resourceRules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["pods/binding"],
+                    }
+                ]
+            },
+            "validations": [
+                {
+                    "expression": f"!(request.namespace == '{namespace}' && request.name == '{pod}')",
+                    "message": "test: this pod may not be bound",
+                }
+            ],
+        },
+    }
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {"policyName": name, "validationActions": ["Deny"]},
+    }
+    for path, body in (
+        ("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies", policy),
+        ("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings", binding),
+    ):
+        code, answer = control_plane.request("POST", path, body)
+        assert code == 201, answer
+    return name
+
+
+def test_a_failed_bind_rolls_the_gang_back(
+    control_plane: LocalControlPlane,
+    start_gangsched: StartGangsched,
+    kube_client: Client,
+    namespace: str,
+    make_node: MakeNode,
+) -> None:
+    """One member of a 3-pod gang cannot be bound: the members bound in that cycle are deleted, so the gang is
+    never left bound below minCount, and the refused member waits."""
+    make_node("n1", {"cpu": "8"})
+    policy = _deny_binding(control_plane, namespace, "g-2")
+    try:
+        # The policy takes effect once the API server's policy informer has it: probe with a pod nobody
+        # schedules, bound by hand.
+        kube_client.create(_pod(namespace, "g-2", "probe", "gangsched-test-nobody"))
+        path = f"/api/v1/namespaces/{namespace}/pods/g-2/binding"
+        body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "g-2"},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": f"{namespace}-n1"}}  # fmt: skip
+        wait_for(
+            "the policy to refuse the binding", lambda: control_plane.request("POST", path, body)[0] >= 400
+        )
+        kube_client.delete(Pod, "g-2", namespace=namespace, grace_period=0)
+        wait_for("probe gone", lambda: "g-2" not in _nodes_of(kube_client, namespace))
+
+        name = f"gs-rollback-{secrets.token_hex(3)}"
+        port = free_port()
+        proc = start_gangsched("--scheduler-name", name, "--metrics-port", str(port))
+        wait_for("gangsched ready", lambda: _get(f"http://127.0.0.1:{port}/readyz")[0] == 200, 30)
+        kube_client.create(_group(namespace, "g", 3))
+        _create_all(control_plane, [_pod(namespace, f"g-{i}", "g", name) for i in range(3)])
+        metrics = wait_for(
+            "a gang rollback",
+            lambda: (
+                (t := _get(f"http://127.0.0.1:{port}/metrics")[1])
+                and _metric(t, 'gangsched_gang_rollbacks_total{kind="gang"}') >= 1
+                and t
+            ),
+        )
+        assert _metric(metrics, 'gangsched_bindings_total{result="failure"}') >= 1
+        # The two members bound in that cycle are deleted; g-2 stays unbound: nothing is bound below minCount.
+        left = wait_for(
+            "rollback done", lambda: n if len(n := _nodes_of(kube_client, namespace)) == 1 else None
+        )
+        assert left == {"g-2": None}
+        assert proc.alive()
+    finally:
+        control_plane.request(
+            "DELETE", f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/{policy}"
+        )
+        control_plane.request(
+            "DELETE", f"/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/{policy}"
+        )
+
+
+def test_kill_9_while_binding_a_100_pod_gang_then_restart(
+    control_plane: LocalControlPlane,
+    start_gangsched: StartGangsched,
+    kube_client: Client,
+    namespace: str,
+    make_node: MakeNode,
+) -> None:
+    """gangsched is killed (SIGKILL) once the first member of a 100-pod gang is bound; a new gangsched
+    finishes the gang from what the API server says: no gang is left below minCount."""
+    for s in ("a", "b"):
+        make_node(s, {"cpu": "64", "pods": "110"})
+    name = f"gs-kill-{secrets.token_hex(3)}"
+    # Two writes at a time: binding 100 pods takes long enough that the kill lands in the middle of it.
+    first = start_gangsched("--scheduler-name", name, "--api-concurrency", "2")
+    kube_client.create(_group(namespace, "big", 100))
+    seen_bound = threading.Event()
+
+    def kill_on_first_bind() -> None:
+        watcher = Client(KubeConfig.from_file(str(control_plane.kubeconfig)))
+        for _, pod in watcher.watch(Pod, namespace=namespace):
+            if pod.spec.nodeName:
+                assert first.pid is not None
+                os.kill(first.pid, signal.SIGKILL)
+                seen_bound.set()
+                return
+
+    thread = threading.Thread(target=kill_on_first_bind, daemon=True)
+    thread.start()
+    _create_all(control_plane, [_pod(namespace, f"big-{i}", "big", name, cpu="100m") for i in range(100)])
+    assert seen_bound.wait(60), "gangsched bound nothing"
+    wait_for("gangsched killed", lambda: not first.alive(), 10)
+    time.sleep(1)  # binds already on the wire land
+    at_kill = sum(1 for n in _nodes_of(kube_client, namespace).values() if n)
+    assert 0 < at_kill < 100, f"the kill was meant to land mid-binding; {at_kill} of 100 were bound"
+
+    second = start_gangsched("--scheduler-name", name)
+    done = wait_for(
+        "the gang bound whole", lambda: all((n := _nodes_of(kube_client, namespace)).values()) and n
+    )
+    assert len(done) == 100
+    assert second.alive()
+    assert "recovery: 1 gang(s) bound below minCount at start" in second.log_path.read_text()
+    wait_for(
+        "recovery to report",
+        lambda: f"recovery: gang {namespace}/big finished" in second.log_path.read_text(),
+    )
+
+
+def test_scheduling_continues_across_an_apiserver_restart(
+    control_plane: LocalControlPlane,
+    gangsched: ManagedProcess,
+    kube_client: Client,
+    namespace: str,
+    make_node: MakeNode,
+) -> None:
+    """kube-apiserver is killed while gangsched binds 20 gangs; after it comes back the rest are bound
+    (watches resume or relist) and so is a gang created afterwards. No gang ends up bound below minCount."""
+    make_node("n1", {"cpu": "64", "pods": "110"})
+    objects: list[Any] = []
+    for g in range(20):
+        objects.append(_group(namespace, f"g{g}", 3))
+        objects += [_pod(namespace, f"g{g}-{i}", f"g{g}", "gangsched", cpu="100m") for i in range(3)]
+    _create_all(control_plane, objects)
+    control_plane.restart_apiserver(kill=True, down=1.0)
+    kube_client.create(_group(namespace, "after", 3))
+    for i in range(3):
+        kube_client.create(_pod(namespace, f"after-{i}", "after", "gangsched", cpu="100m"))
+    bound = wait_for(
+        "all 63 pods bound", lambda: all((n := _nodes_of(kube_client, namespace)).values()) and n, 90
+    )
+    assert len(bound) == 63
+    assert gangsched.alive()
+
+
+def test_leader_election_one_binds_and_the_other_takes_over(
+    start_gangsched: StartGangsched, kube_client: Client, namespace: str, make_node: MakeNode
+) -> None:
+    make_node("n1", {"cpu": "16"})
+    name = f"gs-le-{secrets.token_hex(3)}"
+    ports = [free_port(), free_port()]
+    flags = ["--scheduler-name", name, "--leader-elect", "--leader-elect-resource-name", name,
+             "--leader-elect-lease-duration", "4", "--leader-elect-renew-deadline", "3",
+             "--leader-elect-retry-period", "0.5"]  # fmt: skip
+    replicas = [start_gangsched(*flags, "--metrics-port", str(p)) for p in ports]
+
+    def leaders() -> list[int]:
+        return [i for i, p in enumerate(ports) if _get(f"http://127.0.0.1:{p}/readyz")[0] == 200]
+
+    # Both serve /healthz (alive) from the start; only the leader is ready.
+    wait_for(
+        "both replicas up", lambda: all(_get(f"http://127.0.0.1:{p}/healthz")[0] == 200 for p in ports), 30
+    )
+    leader = wait_for("a leader", lambda: leaders() or None, 30)
+    assert len(leader) == 1, leader
+    first, other = leader[0], 1 - leader[0]
+    kube_client.create(_group(namespace, "a", 2))
+    for i in range(2):
+        kube_client.create(_pod(namespace, f"a-{i}", "a", name))
+    wait_for("gang a bound", lambda: all(_nodes_of(kube_client, namespace).values()))
+    success = 'gangsched_bindings_total{result="success"}'
+    bound_by = [_metric(_get(f"http://127.0.0.1:{p}/metrics")[1], success) for p in ports]
+    assert bound_by[first] == 2 and bound_by[other] == 0, bound_by
+
+    replicas[first].stop(timeout=0)  # kill -9: the Lease is not released, the other waits for it to expire
+    wait_for("the other replica leads", lambda: leaders() == [other], 30)
+    kube_client.create(_group(namespace, "b", 2))
+    for i in range(2):
+        kube_client.create(_pod(namespace, f"b-{i}", "b", name))
+    wait_for("gang b bound", lambda: all(_nodes_of(kube_client, namespace).values()))
+    text = _get(f"http://127.0.0.1:{ports[other]}/metrics")[1]
+    assert _metric(text, 'gangsched_bindings_total{result="success"}') == 2
+
+
+def test_metrics_and_health(
+    start_gangsched: StartGangsched, kube_client: Client, namespace: str, make_node: MakeNode
+) -> None:
+    make_node("n1", {"cpu": "4"})
+    name = f"gs-metrics-{secrets.token_hex(3)}"
+    port = free_port()
+    start_gangsched("--scheduler-name", name, "--metrics-port", str(port))
+    wait_for("ready", lambda: _get(f"http://127.0.0.1:{port}/readyz")[0] == 200, 30)
+    assert _get(f"http://127.0.0.1:{port}/healthz") == (200, "ok")
+    kube_client.create(_group(namespace, "fits", 2))
+    kube_client.create(_group(namespace, "too-big", 2))
+    for i in range(2):
+        kube_client.create(_pod(namespace, f"fits-{i}", "fits", name))
+        kube_client.create(_pod(namespace, f"too-big-{i}", "too-big", name, cpu="3"))
+    text = wait_for(
+        "both attempts counted",
+        lambda: (
+            (t := _get(f"http://127.0.0.1:{port}/metrics")[1])
+            and _metric(t, 'gangsched_schedule_attempts_total{result="unschedulable"}') >= 1
+            and _metric(t, 'gangsched_schedule_attempts_total{result="scheduled"}') == 1
+            and _metric(t, 'gangsched_bindings_total{result="success"}') == 2
+            and t
+        ),
+    )
+    assert _metric(text, "gangsched_pending_gangs") == 1
+    assert _metric(text, "gangsched_scheduling_cycle_duration_seconds_count") >= 2
+    assert 'gangsched_queue_depth{state="unschedulable"}' in text
+    assert _get(f"http://127.0.0.1:{port}/nothing")[0] == 404

@@ -1,0 +1,62 @@
+"""Side by side: upstream's podgroup_test cases (spec §6) with kube-scheduler v1.37.2 and with gangsched on
+the same API server, one scheduler per namespace and node, the same steps. At every checkpoint both must reach
+the outcome upstream's test expects (which pods are bound, PodGroupInitiallyScheduled status and reason)."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Iterator
+
+import pytest
+from lightkube import Client
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import Namespace, ServiceAccount
+
+from gangsched.live.controlplane import ManagedProcess
+from gangsched.live.fakekubelet import FakeKubelet
+
+from .podgroup_cases import CASES, Checkpoints, Harness, ensure_priority_classes
+
+MakeHarness = Callable[[str, str | None], Harness]
+
+
+@pytest.fixture
+def fresh_namespace(kube_client: Client) -> Iterator[MakeHarness]:
+    """Factory: a new namespace with its own 4-CPU node, pods for `scheduler_name` (None: kube-scheduler)."""
+    made: list[Harness] = []
+
+    def make(prefix: str, scheduler_name: str | None) -> Harness:
+        name = f"{prefix}-{secrets.token_hex(3)}"
+        kube_client.create(Namespace(metadata=ObjectMeta(name=name)))
+        kube_client.create(ServiceAccount(metadata=ObjectMeta(name="default", namespace=name)))
+        harness = Harness(kube_client, name, scheduler_name)
+        made.append(harness)
+        return harness
+
+    yield make
+    for harness in made:
+        harness.cleanup()
+        kube_client.delete(Namespace, harness.namespace)
+
+
+def _report(checkpoints: Checkpoints) -> str:
+    return "\n".join(f"  {name}: expected {want}\n  {' ' * len(name)}  observed {got}" for name, want, got in
+                     checkpoints)  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_same_outcome_as_kube_scheduler(
+    case: str,
+    kube_client: Client,
+    kube_scheduler: ManagedProcess,
+    gangsched: ManagedProcess,
+    fake_kubelet: FakeKubelet,
+    fresh_namespace: MakeHarness,
+) -> None:
+    ensure_priority_classes(kube_client)
+    upstream = CASES[case](fresh_namespace(f"kube-{case}"[:40], None))
+    ours = CASES[case](fresh_namespace(f"gs-{case}"[:40], "gangsched"))
+    upstream_ok = all(want == got for _, want, got in upstream)
+    ours_ok = all(want == got for _, want, got in ours)
+    assert upstream_ok and ours_ok, f"kube-scheduler:\n{_report(upstream)}\ngangsched:\n{_report(ours)}"
+    assert [got for _, _, got in ours] == [got for _, _, got in upstream]
