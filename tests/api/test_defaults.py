@@ -106,7 +106,9 @@ def test_global_default_class_applies_to_pods_without_a_class() -> None:
     assert pod.spec.priority == 5
 
 
-def test_workload_templates_defaulted_at_every_level() -> None:
+def test_workload_templates_stored_as_written() -> None:
+    """The API server defaults none of a Workload template's fields (a live test checks it); the PodGroups made
+    from the templates are defaulted themselves. Only a class that does not exist is reported."""
     workload = {
         "apiVersion": "scheduling.k8s.io/v1beta1",
         "kind": "Workload",
@@ -128,8 +130,14 @@ def test_workload_templates_defaulted_at_every_level() -> None:
     assert errors == []
     root = w.spec.compositePodGroupTemplates[0]
     leaf = root.podGroupTemplates[0]
-    assert (root.priority, leaf.priority) == (1000, 1000)
-    assert root.disruptionMode.single == {} and leaf.disruptionMode.single == {}
+    assert (root.priority, leaf.priority) == (None, None)
+    assert (root.disruptionMode, leaf.disruptionMode, leaf.preemptionPolicy) == (None, None, None)
+    leaf_doc = workload["spec"]["compositePodGroupTemplates"][0]["podGroupTemplates"][0]  # type: ignore[index]
+    leaf_doc["priorityClassName"] = "missing"
+    _, errors = _defaulted(workload)
+    assert [str(e) for e in errors] == [
+        'spec.compositePodGroupTemplates[0].podGroupTemplates[0].priorityClassName: Not found: "missing"'
+    ]
 
 
 def test_job_defaults() -> None:

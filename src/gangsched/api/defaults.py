@@ -3,8 +3,8 @@
 - namespace `default` for namespaced objects without one;
 - Pod: schedulerName `default-scheduler`, priority and preemptionPolicy from its PriorityClass (or the
   global default class, else 0 / PreemptLowerPriority), as the Priority admission plugin resolves them;
-- PodGroup / CompositePodGroup / Workload templates: disruptionMode `single`, preemptionPolicy
-  `PreemptLowerPriority`, priority from priorityClassName;
+- PodGroup / CompositePodGroup: disruptionMode `single`, preemptionPolicy `PreemptLowerPriority`, priority
+  from priorityClassName; Workload templates are left as written, as the API server stores them;
 - Job: parallelism 1, completionMode NonIndexed, backoffLimit 6.
 
 Mutates the objects in place and returns field errors for references that cannot be resolved (a
@@ -108,17 +108,15 @@ def _job_defaults(job: batch_v1.Job) -> None:
         spec.backoffLimit = 6
 
 
-def _workload_defaults(wl: scheduling_v1beta1.Workload, resolver: PriorityResolver) -> list[FieldError]:
+def _workload_references(wl: scheduling_v1beta1.Workload, resolver: PriorityResolver) -> list[FieldError]:
+    """Templates are stored as written (the API server defaults none of their fields: the objects made from
+    them are defaulted themselves); only a priorityClassName naming no class is reported."""
     errors: list[FieldError] = []
 
     def walk(templates: Any, path: str, composite: bool) -> None:
         for i, t in enumerate(templates or []):
-            single = (
-                scheduling_v1beta1.CompositeDisruptionMode(single={})
-                if composite
-                else scheduling_v1beta1.DisruptionMode(single={})
-            )
-            errors.extend(_group_defaults(t, f"{path}[{i}]", resolver, single))
+            if t.priorityClassName and resolver.resolve(t.priorityClassName) is None:
+                errors.append(not_found(f"{path}[{i}].priorityClassName", t.priorityClassName))
             if composite:
                 walk(t.podGroupTemplates, f"{path}[{i}].podGroupTemplates", False)
                 walk(t.compositePodGroupTemplates, f"{path}[{i}].compositePodGroupTemplates", True)
@@ -147,7 +145,7 @@ def apply_defaults(objects: Iterable[Any]) -> list[tuple[Any, FieldError]]:
                 obj.spec, "spec", resolver, scheduling_v1alpha3.CompositeDisruptionMode(single={})
             )
         elif isinstance(obj, scheduling_v1beta1.Workload):
-            errors = _workload_defaults(obj, resolver)
+            errors = _workload_references(obj, resolver)
         elif isinstance(obj, batch_v1.Job):
             _job_defaults(obj)
         problems.extend((obj, e) for e in errors)
