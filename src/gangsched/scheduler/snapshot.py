@@ -25,6 +25,9 @@ __all__ = ["BASE_RESOURCES", "PodVector", "Snapshot", "Taint"]
 
 BASE_RESOURCES = ("cpu", "memory", "pods", "ephemeral-storage")
 CPU, MEMORY, PODS = 0, 1, 2
+# Quantities beyond this (about 9e12 units: 8 PiB of memory) count as this much, so that no int64 sum in the
+# snapshot overflows; validation accepts `1e38Ei` as upstream does.
+MAX_MILLI = 2**53
 # kubelet's default --max-pods, for Node objects written by hand without allocatable pods.
 DEFAULT_MAX_PODS = 110
 
@@ -54,7 +57,7 @@ def _allocatable(node: Any) -> dict[str, int]:
     out: dict[str, int] = {}
     for name, value in raw.items():
         try:
-            out[name] = milli(value)
+            out[name] = min(milli(value), MAX_MILLI)
         except QuantityError:
             continue  # validation reports it; the node simply offers none of it
     out.setdefault("pods", DEFAULT_MAX_PODS * 1000)
@@ -104,9 +107,9 @@ class Snapshot:
         return row
 
     def vector(self, requests: dict[str, int], nonzero: tuple[int, int]) -> PodVector:
-        rows = [(self._row(r), v) for r, v in requests.items() if v and r != "pods"]
+        rows = [(self._row(r), min(v, MAX_MILLI)) for r, v in requests.items() if v and r != "pods"]
         rows.append((PODS, 1000))
-        return PodVector(tuple(sorted(rows)), nonzero[0], nonzero[1])
+        return PodVector(tuple(sorted(rows)), min(nonzero[0], MAX_MILLI), min(nonzero[1], MAX_MILLI))
 
     # --- labels and taints -----------------------------------------------------------------------------
     def _init_labels(self, nodes: list[Any]) -> None:
