@@ -107,8 +107,8 @@ def test_global_default_class_applies_to_pods_without_a_class() -> None:
 
 
 def test_workload_templates_stored_as_written() -> None:
-    """The API server defaults none of a Workload template's fields (a live test checks it); the PodGroups made
-    from the templates are defaulted themselves. Only a class that does not exist is reported."""
+    """The API server defaults none of a Workload template's fields (a live test checks it); the PodGroups
+    made from the templates are defaulted themselves. Only a class that does not exist is reported."""
     workload = {
         "apiVersion": "scheduling.k8s.io/v1beta1",
         "kind": "Workload",
