@@ -161,7 +161,7 @@ def demo(seed: int) -> None:
     "--seed", type=int, default=0, show_default=True, help="Seed for tie-breaking between equal nodes."
 )
 @click.option(
-    "--api-concurrency", type=int, default=48, show_default=True, help="API writes (binds, ...) at once."
+    "--api-concurrency", type=int, default=16, show_default=True, help="API writes (binds, ...) at once."
 )
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
 def run(

@@ -210,9 +210,13 @@ def blocker(h: Harness) -> Checkpoints:
 
 def beyond_min_count(h: Harness) -> Checkpoints:
     h.blocker("blocker", "1")
-    h.group("g", 3)
+    # The group comes last so that its first cycle sees all four pods. Were it to see three, kube-scheduler
+    # v1.37.2 would bind them and write True, then fail the fourth in a cycle of its own and may overwrite
+    # True with False/Unschedulable (its cache not yet holding its own True), which the API says never
+    # happens; gangsched keeps True (README, live mode).
     for i in range(4):
         h.pod(f"g-{i}", "g")
+    h.group("g", 3)
     # Pods are tried in creation order: the first three fit beside the blocker, the fourth waits.
     three = Outcome({"blocker": True, **_pods("g", 3, True), "g-3": False}, {"g": ("True", "Scheduled")})
     first = h.settle(three)

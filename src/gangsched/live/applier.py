@@ -9,7 +9,9 @@ asynchronous binding cycle): the scheduler goes on with the next root while writ
 2. Conditions: pod conditions by strategic merge on pods/status, group conditions (with observedGeneration)
    by merge patch on the group's /status; a condition already there is not written again.
 3. Nominations: pod status nominatedNodeName. 4. Evictions: DisruptionTarget first, then the Eviction API.
-5. Events: events.k8s.io/v1, through a small separate pool so that they never hold up a binding.
+5. Events: events.k8s.io/v1, through a small separate pool, sent while no binding is in flight (the CPU and
+   connections go to bindings first; events are informational).
+A pod's SchedulingGated condition is written a second late, and only if it still waits then.
 
 Contract: `apply` is synchronous and returns at once; `drain()` waits for what is in flight.
 """
@@ -34,11 +36,13 @@ from .metrics import Metrics
 if TYPE_CHECKING:
     from ..scheduler import Scheduler
 
-__all__ = ["Applier"]
+__all__ = ["EVENT_WRITES", "Applier"]
 
 log = logging.getLogger(__name__)
 RETRIABLE = {429, 500, 502, 503, 504}
 GROUP_KINDS = ("PodGroup", "CompositePodGroup")
+GATED_DELAY = 1.0
+EVENT_WRITES = 4
 
 
 def _rfc3339(when: dt.datetime) -> str:
@@ -66,8 +70,8 @@ class Applier:
         metrics: Metrics,
         *,
         scheduler_name: str,
-        max_writes: int = 48,
-        max_event_writes: int = 4,
+        max_writes: int = 16,
+        max_event_writes: int = EVENT_WRITES,
     ) -> None:
         self.api = api
         self.cache = cache
@@ -78,6 +82,9 @@ class Applier:
         self._writes = asyncio.Semaphore(max_writes)
         self._event_writes = asyncio.Semaphore(max_event_writes)
         self._tasks: set[asyncio.Task[None]] = set()
+        self._binding = 0  # bind cycles in flight
+        self._binds_idle = asyncio.Event()
+        self._binds_idle.set()
         self._written: dict[tuple[str, tuple[str, str], str], tuple[str, str, str]] = {}
         # Groups admitted (binding or bound): their InitiallyScheduled condition never goes back from True,
         # though the next cycle, still reading a cache without our own write, may say otherwise.
@@ -91,6 +98,8 @@ class Applier:
         for change in decision.conditions:
             if change.kind == "Pod" and change.key in victims:
                 victim_conditions[change.key] = change
+            elif change.condition.reason == "SchedulingGated":
+                self._spawn(self._write_gated(change))
             elif decision.bindings and change.kind in GROUP_KINDS and change.condition.status == "True":
                 deferred.append(change)  # written once the gang is really bound
                 self._scheduled.add((change.kind, change.key))
@@ -98,6 +107,8 @@ class Applier:
                 self._spawn(self._write_condition(change))
         if decision.bindings:
             self.cache.assume(decision.bindings)
+            self._binding += 1
+            self._binds_idle.clear()
             self._spawn(self._bind_cycle(list(decision.bindings), deferred))
         for n in decision.nominations:
             patch = {"status": {"nominatedNodeName": n.node}}
@@ -126,6 +137,14 @@ class Applier:
 
     # --- bindings -------------------------------------------------------------------------------------------
     async def _bind_cycle(self, bindings: list[Binding], deferred: list[ConditionChange]) -> None:
+        try:
+            await self._bind_all(bindings, deferred)
+        finally:
+            self._binding -= 1
+            if not self._binding:
+                self._binds_idle.set()
+
+    async def _bind_all(self, bindings: list[Binding], deferred: list[ConditionChange]) -> None:
         results = await asyncio.gather(*(self._bind_one(b) for b in bindings))
         failed = [b for b, ok in zip(bindings, results, strict=True) if not ok]
         self.metrics.bindings.inc("success", len(bindings) - len(failed))
@@ -249,6 +268,14 @@ class Applier:
             )
         await self._write(request, f"condition {c.type} on {change.kind} {change.key[0]}/{change.key[1]}")
 
+    async def _write_gated(self, change: ConditionChange) -> None:
+        """Why a pod waits at PreEnqueue, written only if it still waits a moment later: the members of a gang
+        arrive in a burst and the gate of most of them lifts within it, so most such writes would be stale."""
+        await asyncio.sleep(GATED_DELAY)
+        pod = self.cache.store.get("Pod", change.key)
+        if pod is not None and not pod.spec.nodeName:
+            await self._write_condition(change)
+
     async def _evict(self, e: Eviction, condition: ConditionChange | None) -> None:
         """DisruptionTarget, then the Eviction API. The preemption already weighed PodDisruptionBudgets (it
         spares protected victims where it can, as upstream does); if the API refuses for a budget (429), the
@@ -267,6 +294,7 @@ class Applier:
         kind, _, rest = notice.object.partition(" ")
         namespace, _, name = rest.rpartition("/")
         regarding = {"kind": kind, "namespace": namespace, "name": name}
+        await self._binds_idle.wait()  # bindings first: an event tells what happened, a binding does it
         async with self._event_writes:
             # Events are best effort, as upstream's broadcaster drops them under pressure.
             with contextlib.suppress(httpx.TransportError):

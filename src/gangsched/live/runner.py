@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from ..api.gates import FeatureGates
 from ..scheduler import Decision, Profile, Scheduler
 from ..store.store import EPOCH, Store
-from .applier import Applier
+from .applier import EVENT_WRITES, Applier
 from .cache import LiveCache
 from .informer import Informer
 from .kube import KubeApi
@@ -63,7 +63,7 @@ class RunOptions:
     retry_period: float = 2.0
     metrics_port: int | None = None
     seed: int = 0
-    api_concurrency: int = 48
+    api_concurrency: int = 16
 
 
 def _wall_clock() -> float:
@@ -219,7 +219,9 @@ class LiveScheduler:
             waiting = {
                 (p.metadata.namespace, p.spec.schedulingGroup.podGroupName)
                 for p in self.store.list("Pod")
-                if not p.spec.nodeName and p.spec.schedulingGroup is not None
+                if not p.spec.nodeName
+                and p.spec.schedulingGroup is not None
+                and p.spec.schedulerName == self.options.scheduler_name
             }
             gangs = sum(
                 1
@@ -233,14 +235,17 @@ class LiveScheduler:
 
         self.metrics.gauges += [
             Gauge("gangsched_queue_depth", "Roots in the scheduling queue by state.", "state", queue_depth),
-            Gauge("gangsched_pending_gangs", "Gangs with members not yet bound.", "", pending_gangs),
+            Gauge("gangsched_pending_gangs", "Gangs with members of ours not yet bound.", "", pending_gangs),
             Gauge("gangsched_writes_in_flight", "API writes not yet answered.", "", in_flight),
         ]
 
 
 async def run(options: RunOptions) -> int:
     """Run until SIGTERM/SIGINT (exit 0) or a lost Lease (exit 1)."""
-    api = KubeApi.from_kubeconfig(options.kubeconfig)
+    # Connections: the writes, events, one watch per informer, and a few for the Lease and recovery. More
+    # would not be faster: the HTTP/1.1 pool's bookkeeping grows with connections x queued requests.
+    connections = options.api_concurrency + EVENT_WRITES + len(INFORMER_KINDS) + 4
+    api = KubeApi.from_kubeconfig(options.kubeconfig, max_connections=connections)
     metrics = Metrics()
     identity = f"{socket.gethostname()}_{os.getpid()}_{uuid.uuid4().hex[:8]}"
     elector = (
