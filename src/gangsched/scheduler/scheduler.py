@@ -16,10 +16,12 @@ import numpy as np
 
 from ..api.gates import FeatureGates
 from ..store.change import Change
+from .consistency import pod_group_error, tree_error
 from .cycle import Code, GroupAttempt, GroupResult, run_group_cycle
-from .decision import Binding, Condition, ConditionChange, Decision, Notice
+from .decision import Condition, ConditionChange, Decision
 from .evaluator import Evaluator
 from .hierarchy import Hierarchy, topology_key
+from .outcome import POD_SCHEDULED, bind, group_condition, pod_failed, record_tree
 from .podinfo import PodInfo, PodKey, pod_info
 from .postfilter import preempt_after_failure
 from .preemption import PreemptionView
@@ -33,9 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Profile", "Scheduler", "run_until_stable"]
 
-POD_SCHEDULED = "PodScheduled"
-GROUP_SCHEDULED = "PodGroupInitiallyScheduled"
-COMPOSITE_SCHEDULED = "CompositePodGroupInitiallyScheduled"
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
 
@@ -310,7 +309,9 @@ class Scheduler:
             return Decision()
         # Bound members that still run count toward minCount; terminal pods have left the cache upstream.
         bound = [pi for pi in members if pi.pod.spec.nodeName and not self._terminal(pi)]
-        error = self._consistency_error(pg, pending, bound)
+        error = pod_group_error(
+            pg, pending, bound, preemption_policy_gate=self.gates.pod_group_preemption_policy
+        )
         if error:
             return self._finish(root, pg, pending, GroupResult(Code.ERROR, error), now)
         gang, min_count = _min_count(pg)
@@ -340,35 +341,6 @@ class Scheduler:
     def _terminal(pi: PodInfo) -> bool:
         return pi.pod.status is not None and pi.pod.status.phase in TERMINAL_PHASES
 
-    def _consistency_error(self, pg: Any, pending: list[PodInfo], bound: list[PodInfo]) -> str | None:
-        """Upstream's validatePodGroup, with its messages: pending then bound members must share the first
-        pending pod's schedulerName and the group's priority; with PodGroupPreemptionPolicy on, the group's
-        preemption policy (off: the first pod's)."""
-        name = pending[0].scheduler_name
-        priority = int(pg.spec.priority or 0)
-        policy = (
-            (pg.spec.preemptionPolicy or "PreemptLowerPriority")
-            if self.gates.pod_group_preemption_policy
-            else ""
-        )
-        same = "all pods in a single pod group should have the same"
-        for pi in pending + bound:
-            if pi.scheduler_name != name:
-                return f'{same} .spec.schedulerName set, got: "{pi.scheduler_name}" and "{name}"'
-            if pi.priority != priority:
-                return f"{same} priority as the pod group's priority, got {pi.priority} and {priority}"
-            if self.gates.pod_group_preemption_policy:
-                if pi.preemption_policy != policy:
-                    return (
-                        f"{same} preemption policy as the pod group's preemption policy, "
-                        f"got {pi.preemption_policy} and {policy}"
-                    )
-            elif not policy:
-                policy = pi.preemption_policy
-            elif pi.preemption_policy != policy:
-                return f"{same} preemption policy, got {pi.preemption_policy} and {policy}"
-        return None
-
     def _finish(
         self,
         root: QueuedRoot,
@@ -380,13 +352,13 @@ class Scheduler:
     ) -> Decision:
         preempted = self._post_filter(pg, pods, result, rerun) if result.code == Code.UNSCHEDULABLE else None
         d = Decision()
-        placed = self._bind(d, result.placed)
+        placed = bind(d, self._node_names(), result.placed)
         for pi in pods:
             if pi.key not in placed:
                 reason = "SchedulerError" if result.code == Code.ERROR else "Unschedulable"
-                self._pod_failed(d, pi, reason, result.failures.get(pi.key) or result.message)
+                pod_failed(d, pi, reason, result.failures.get(pi.key) or result.message)
         if pg is not None:
-            self._group_condition(d, "PodGroup", pg, result.code, result.message)
+            group_condition(d, "PodGroup", pg, result.code, result.message)
         if result.code == Code.SUCCESS and len(placed) == len(pods):
             self.queue.remove(root.key)
         else:
@@ -401,6 +373,9 @@ class Scheduler:
             self.queue.move_to_active(root.key)
         return d
 
+    def _node_names(self) -> list[str]:
+        return self._snap.node_names if self._snap is not None else []
+
     def _post_filter(
         self, pg: Any, pods: list[PodInfo], result: GroupResult, rerun: Callable[[], GroupResult] | None
     ) -> Decision | None:
@@ -409,46 +384,6 @@ class Scheduler:
             self._evaluator(), self._pods, self.store, self.rng, self.gates.pod_group_preemption_policy
         )
         return preempt_after_failure(view, pg, pods, result, rerun)
-
-    def _bind(self, d: Decision, placed: list[tuple[PodInfo, int]]) -> set[PodKey]:
-        """Bindings and Scheduled events for reserved pods; returns their keys."""
-        assert self._snap is not None or not placed
-        for pi, node in placed:
-            node_name = self._snap.node_names[node] if self._snap is not None else ""
-            d.bindings.append(Binding(pi.key, node_name))
-            message = f"Successfully assigned {pi.name} to {node_name}"
-            d.events.append(Notice("Normal", "Scheduled", f"Pod {pi.name}", message))
-        return {pi.key for pi, _ in placed}
-
-    @staticmethod
-    def _pod_failed(d: Decision, pi: PodInfo, reason: str, message: str) -> None:
-        d.conditions.append(
-            ConditionChange("Pod", pi.key, Condition(POD_SCHEDULED, "False", reason, message))
-        )
-        d.events.append(Notice("Warning", "FailedScheduling", f"Pod {pi.name}", message))
-
-    @staticmethod
-    def _group_condition(
-        d: Decision, kind: str, group: Any, code: Code, message: str, invalid: bool = False
-    ) -> None:
-        """{PodGroup,CompositePodGroup}InitiallyScheduled: True/Scheduled, or False with why; never back
-        from True."""
-        ctype = GROUP_SCHEDULED if kind == "PodGroup" else COMPOSITE_SCHEDULED
-        current = next(
-            (c for c in ((group.status.conditions if group.status else None) or []) if c.type == ctype), None
-        )
-        if current is not None and current.status == "True":
-            return
-        if code == Code.SUCCESS:
-            condition = Condition(ctype, "True", "Scheduled", "")
-        elif invalid and kind == "CompositePodGroup":
-            condition = Condition(ctype, "False", "Invalid", message)
-        elif code == Code.ERROR:
-            condition = Condition(ctype, "False", "SchedulerError", message)
-        else:
-            condition = Condition(ctype, "False", "Unschedulable", message)
-        key = (group.metadata.namespace or "", group.metadata.name)
-        d.conditions.append(ConditionChange(kind, key, condition))
 
     # --- composite trees ------------------------------------------------------------------------------------
     def _schedulable(self, pi: PodInfo) -> bool:
@@ -462,38 +397,12 @@ class Scheduler:
         if tree is None or not pending:
             self.queue.remove(root.key)
             return Decision()
-        error = invalid or self._tree_consistency_error(root.key, nodes, pending)
+        error = invalid or tree_error(self.store, root.key, nodes, pending)
         if error:
             result = TreeResult(Code.ERROR, error)
         else:
             result = evaluate(self._evaluator(), tree, None, self.profile.placement_limit)
         return self._finish_tree(root, nodes, pending, result, now, invalid=invalid is not None)
-
-    def _tree_consistency_error(
-        self, root: RootKey, nodes: list[TreeNode], pending: list[PodInfo]
-    ) -> str | None:
-        """One schedulerName, and the root's priority and preemption policy, across the whole tree."""
-        top = self.store.get(root[0], (root[1], root[2]))
-        assert top is not None
-        priority = int(top.spec.priority or 0)
-        policy = top.spec.preemptionPolicy or "PreemptLowerPriority"
-        same = "all pods and groups in a composite pod group tree should have the same"
-        names = sorted({pi.scheduler_name for pi in pending})
-        if len(names) > 1:
-            return f'{same} .spec.schedulerName set, got: "{names[0]}" and "{names[1]}"'
-        for n in nodes:
-            group = self.store.get(n.key[0], (n.key[1], n.key[2]))
-            assert group is not None
-            if int(group.spec.priority or 0) != priority:
-                return (
-                    f"{same} priority as the root's priority, got {group.spec.priority or 0} and {priority}"
-                )
-        for pi in pending:
-            if pi.priority != priority:
-                return f"{same} priority as the root's priority, got {pi.priority} and {priority}"
-            if pi.preemption_policy != policy:
-                return f"{same} preemption policy as the root's, got {pi.preemption_policy} and {policy}"
-        return None
 
     def _finish_tree(
         self,
@@ -506,25 +415,8 @@ class Scheduler:
         invalid: bool,
     ) -> Decision:
         d = Decision()
-        placed = self._bind(d, result.placed)
-        group_of = {pi.key: n.key for n in nodes if n.attempt is not None for pi in n.attempt.pods}
-
-        def outcome(key: tuple[str, str, str]) -> tuple[Code, str]:
-            # A failed root pushes its failure down to the groups that had succeeded inside it.
-            code, message = result.per_group.get(key, (result.code, result.message))
-            if result.code != Code.SUCCESS and code == Code.SUCCESS:
-                return result.code, result.message
-            return code, message
-
-        for pi in pending:
-            if pi.key not in placed:
-                code, message = outcome(group_of[pi.key])
-                reason = "SchedulerError" if code == Code.ERROR and not invalid else "Unschedulable"
-                self._pod_failed(d, pi, reason, result.failures.get(pi.key) or message)
-        for n in nodes:
-            code, message = outcome(n.key)
-            group = self.store.get(n.key[0], (n.key[1], n.key[2]))
-            self._group_condition(d, n.key[0], group, code, message, invalid)
+        placed = bind(d, self._node_names(), result.placed)
+        record_tree(d, self.store, nodes, pending, placed, result, invalid=invalid)
         if result.code == Code.SUCCESS and len(placed) == len(pending):
             self.queue.remove(root.key)
         else:
