@@ -112,6 +112,9 @@ class LiveScheduler:
         self.synced = True
         log.info("synced: %s", {k: self.store.count(k) for k in INFORMER_KINDS})
 
+    def informer_tasks(self) -> list[asyncio.Task[None]]:
+        return list(self._tasks)
+
     async def stop(self) -> None:
         for task in self._tasks:
             task.cancel()
@@ -285,15 +288,21 @@ async def run(options: RunOptions) -> int:
             stop_wait.cancel()
         await live.start()
         log.info("scheduling pods with schedulerName %s", options.scheduler_name)
-        tasks = {asyncio.create_task(live.loop()), asyncio.create_task(stopping.wait())}
+        # An informer ends only on an error it cannot retry (or a bug in what it feeds): without it the cache
+        # would go stale, so the process exits and a restart recovers from the API server.
+        tasks = {
+            asyncio.create_task(live.loop()),
+            asyncio.create_task(stopping.wait()),
+            *live.informer_tasks(),
+        }
         if elector is not None:
             tasks.add(asyncio.create_task(elector.keep()))
         done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        for task in pending:
+        for task in pending - set(live.informer_tasks()):
             task.cancel()
         for task in done:
             if not task.cancelled() and task.exception() is not None:
-                log.error("stopping: %s", task.exception())
+                log.error("stopping", exc_info=task.exception())
                 code = 1
     finally:
         await live.stop()
