@@ -59,19 +59,31 @@ def ensure_priority_classes(client: Client) -> None:
 class Harness:
     """One namespace with one Ready 4-CPU node, pods for `scheduler_name` (None: kube-scheduler)."""
 
-    def __init__(self, client: Client, namespace: str, scheduler_name: str | None, cpu: str = "4") -> None:
+    def __init__(self, client: Client, namespace: str, scheduler_name: str | None) -> None:
         self.client = client
         self.namespace = namespace
         self.scheduler_name = scheduler_name
-        self.node = f"{namespace}-n1"
-        create_node(client, self.node, {"cpu": cpu}, labels={"gangsched.test/namespace": namespace})
+        self.nodes: list[str] = []
+        self.node = self.add_node("n1", "4")
+
+    def add_node(self, suffix: str, cpu: str, labels: dict[str, str] | None = None) -> str:
+        name = f"{self.namespace}-{suffix}"
+        create_node(
+            self.client,
+            name,
+            {"cpu": cpu},
+            labels={"gangsched.test/namespace": self.namespace, **(labels or {})},
+        )
+        self.nodes.append(name)
+        return name
 
     def cleanup(self) -> None:
-        try:
-            self.client.delete(Node, self.node)
-        except ApiError as e:
-            if e.status.code != 404:
-                raise
+        for name in self.nodes:
+            try:
+                self.client.delete(Node, name)
+            except ApiError as e:
+                if e.status.code != 404:
+                    raise
 
     # --- steps ----------------------------------------------------------------------------------------------
     def group(self, name: str, min_count: int, priority_class: str | None = None) -> None:
@@ -119,6 +131,12 @@ class Harness:
         if priority_class:
             spec["priorityClassName"] = priority_class
         self._create_pod(name, spec)
+
+    def create(self, doc: dict[str, Any]) -> None:
+        """Create any object in this namespace."""
+        self.client.create(
+            codecs.from_dict({**doc, "metadata": {**doc["metadata"], "namespace": self.namespace}})
+        )
 
     def _create_pod(self, name: str, spec: dict[str, Any]) -> None:
         body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": self.namespace}}
@@ -245,6 +263,61 @@ def preemption(h: Harness) -> Checkpoints:
     return [("blocker preempted", want, h.settle(want, timeout=45))]
 
 
+def composite_one_rack(h: Harness) -> Checkpoints:
+    """cpg_tas_test: a rack-constrained CompositePodGroup (minGroupCount 2) over two gangs of 2 x 1 CPU; two
+    racks of 2 x 2-CPU nodes (n1 takes no part: it has no rack label). All four pods land in one rack."""
+    rack = "topology.kubernetes.io/rack"
+    for suffix, value in (("r1-a", "r1"), ("r1-b", "r1"), ("r2-a", "r2"), ("r2-b", "r2")):
+        h.add_node(suffix, "2", {rack: value})
+    topology = {"topology": [{"key": rack}]}
+    gang2 = {"gang": {"minCount": 2}}
+    root_policy = {"gang": {"minGroupCount": 2}}
+    children = [{"name": c, "schedulingPolicy": gang2} for c in ("a", "b")]
+    template = {"name": "root", "schedulingPolicy": root_policy, "schedulingConstraints": topology}
+    h.create(
+        {
+            "apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "Workload",
+            "metadata": {"name": "w"},
+            "spec": {"compositePodGroupTemplates": [{**template, "podGroupTemplates": children}]},
+        }
+    )
+    h.create(
+        {
+            "apiVersion": "scheduling.k8s.io/v1alpha3",
+            "kind": "CompositePodGroup",
+            "metadata": {"name": "root"},
+            "spec": {
+                "workloadRef": {"workloadName": "w", "templateName": "root"},
+                "schedulingPolicy": root_policy,
+                "schedulingConstraints": topology,
+            },
+        }
+    )
+    for child in ("a", "b"):
+        spec = {
+            "workloadRef": {"workloadName": "w", "templateName": child},
+            "parentCompositePodGroupName": "root",
+            "schedulingPolicy": gang2,
+        }
+        h.create({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": child},
+                  "spec": spec})  # fmt: skip
+    for child in ("a", "b"):
+        for i in range(2):
+            h.pod(f"{child}-{i}", child)
+    want = Outcome({**_pods("a", 2, True), **_pods("b", 2, True)},
+                   {"a": ("True", "Scheduled"), "b": ("True", "Scheduled")})  # fmt: skip
+    got = h.settle(want)
+    racks = {
+        p.spec.nodeName.rsplit("-", 2)[-2]
+        for p in h.client.list(Pod, namespace=h.namespace)
+        if p.spec.nodeName
+    }
+    # As an Outcome "bound" entry: True reads "yes, in one rack".
+    one_rack = Outcome({"all in one rack": len(racks) == 1}, {})
+    return [("all bound", want, got), ("one rack", Outcome({"all in one rack": True}, {}), one_rack)]
+
+
 #: (case, checkpoint) -> what kube-scheduler v1.37.2 may show instead of the expected outcome, and why.
 #: After binding three pods it writes True, then retries the fourth at once (a bound member requeues the
 #: group) and, when its informer has not yet brought back its own True, overwrites it with
@@ -264,4 +337,5 @@ CASES: dict[str, Callable[[Harness], Checkpoints]] = {
     "beyond-min-count": beyond_min_count,
     "interleaved-gangs": interleaved,
     "preemption": preemption,
+    "composite-one-rack": composite_one_rack,
 }

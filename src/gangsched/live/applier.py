@@ -156,7 +156,7 @@ class Applier:
         bound = [b for b, ok in zip(bindings, results, strict=True) if ok]
         for change in deferred:
             self._scheduled.discard((change.kind, change.key))
-        if bound and self._below_min_count(bindings[0].pod, {b.pod for b in failed}):
+        if bound and self._below_min_count(bindings, {b.pod for b in failed}):
             log.warning("rolling back %d bound members of a gang whose other binds failed", len(bound))
             self.metrics.rollbacks.inc("gang")
             await asyncio.gather(*(self._unbind(b) for b in bound))
@@ -185,26 +185,31 @@ class Applier:
             return False
         return False
 
-    def _below_min_count(self, member: tuple[str, str], failed: set[tuple[str, str]]) -> bool:
-        """Would the member's gang be bound below its minCount without the failed pods?"""
-        pod = self.cache.store.get("Pod", member)
-        group_name = pod.spec.schedulingGroup.podGroupName if pod and pod.spec.schedulingGroup else None
-        if group_name is None:
+    def _below_min_count(self, members: list[Binding], failed: set[tuple[str, str]]) -> bool:
+        """Would a gang of this cycle be bound below its minCount without the failed pods? A composite tree's
+        cycle binds several groups: one of them short is enough to undo the whole cycle, as it was admitted
+        whole."""
+        store = self.cache.store
+        groups: set[tuple[str, str]] = set()
+        for b in members:
+            pod = store.get("Pod", b.pod)
+            if pod is not None and pod.spec.schedulingGroup is not None:
+                groups.add((b.pod[0], pod.spec.schedulingGroup.podGroupName))
+        minimum: dict[tuple[str, str], int] = {}
+        for group in groups:
+            pg = store.get("PodGroup", group)
+            if pg is not None and pg.spec.schedulingPolicy.gang is not None:
+                minimum[group] = int(pg.spec.schedulingPolicy.gang.minCount)
+        if not minimum:
             return False
-        pg = self.cache.store.get("PodGroup", (member[0], group_name))
-        gang = pg.spec.schedulingPolicy.gang if pg is not None else None
-        if gang is None:
-            return False
-        bound = sum(
-            1
-            for p in self.cache.store.list("Pod")
-            if p.metadata.namespace == member[0]
-            and p.spec.schedulingGroup is not None
-            and p.spec.schedulingGroup.podGroupName == group_name
-            and p.spec.nodeName
-            and (p.metadata.namespace, p.metadata.name) not in failed
-        )
-        return bound < int(gang.minCount)
+        bound = dict.fromkeys(minimum, 0)
+        for p in store.list("Pod"):
+            sg = p.spec.schedulingGroup
+            member_of = (p.metadata.namespace, sg.podGroupName) if sg is not None else None
+            key = (p.metadata.namespace, p.metadata.name)
+            if member_of in bound and p.spec.nodeName and key not in failed:
+                bound[member_of] += 1
+        return any(bound[g] < minimum[g] for g in minimum)
 
     async def _unbind(self, b: Binding) -> None:
         """A bound pod cannot be unbound: delete it at once (it never ran; its controller makes another)."""
