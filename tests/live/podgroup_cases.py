@@ -18,6 +18,7 @@ from lightkube import ApiError, Client, codecs
 from lightkube.resources.core_v1 import Node, Pod
 from lightkube.resources.scheduling_v1 import PriorityClass
 from lightkube.resources.scheduling_v1beta1 import PodGroup
+from lightkube.types import PatchType
 
 from gangsched.live.fakenodes import create_node
 
@@ -119,8 +120,16 @@ class Harness:
             spec["priorityClassName"] = priority_class
         self._create_pod(name, spec)
 
-    def blocker(self, name: str, cpu: str, priority_class: str | None = None) -> None:
-        """A pod already running on the node (bound by its manifest), as upstream's tests make them."""
+    def blocker(
+        self,
+        name: str,
+        cpu: str,
+        priority_class: str | None = None,
+        labels: dict[str, str] | None = None,
+        running: bool = False,
+    ) -> None:
+        """A pod already on the node (bound by its manifest), as upstream's tests make them; `running`: with
+        the status a kubelet would write (Running, Ready), which the Eviction API's budget check looks at."""
         spec: dict[str, Any] = {
             "containers": [
                 {"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": cpu}}}
@@ -130,7 +139,19 @@ class Harness:
         }
         if priority_class:
             spec["priorityClassName"] = priority_class
-        self._create_pod(name, spec)
+        self._create_pod(name, spec, labels)
+        if running:
+            now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            ready = {"type": "Ready", "status": "True", "lastTransitionTime": now}
+            status = {"status": {"phase": "Running", "conditions": [ready], "startTime": now}}
+            self.client.patch(Pod.Status, name, status, namespace=self.namespace, patch_type=PatchType.MERGE)
+
+    def pdb(self, name: str, labels: dict[str, str]) -> None:
+        """A PodDisruptionBudget (minAvailable 1) over pods with `labels`. No disruption controller runs, so
+        its status allows no disruption, which is what the schedulers read."""
+        spec = {"minAvailable": 1, "selector": {"matchLabels": labels}}
+        self.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {"name": name},
+                     "spec": spec})  # fmt: skip
 
     def create(self, doc: dict[str, Any]) -> None:
         """Create any object in this namespace."""
@@ -138,8 +159,9 @@ class Harness:
             codecs.from_dict({**doc, "metadata": {**doc["metadata"], "namespace": self.namespace}})
         )
 
-    def _create_pod(self, name: str, spec: dict[str, Any]) -> None:
-        body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": self.namespace}}
+    def _create_pod(self, name: str, spec: dict[str, Any], labels: dict[str, str] | None = None) -> None:
+        metadata = {"name": name, "namespace": self.namespace, "labels": labels or {}}
+        body = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata}
         self.client.create(codecs.from_dict({**body, "spec": spec}))
 
     def delete(self, name: str) -> None:
@@ -263,6 +285,32 @@ def preemption(h: Harness) -> Checkpoints:
     return [("blocker preempted", want, h.settle(want, timeout=45))]
 
 
+def preemption_pdb_reprieve(h: Harness) -> Checkpoints:
+    """podgrouppreemption_test 'PDB reprieve': two 1-CPU low-priority pods, one covered by a budget; the gang
+    needs room for one more CPU: only the unprotected pod goes."""
+    h.pdb("protect", {"app": "protected"})
+    h.blocker("protected", "1", priority_class="gs-test-low", labels={"app": "protected"})
+    h.blocker("free", "1", priority_class="gs-test-low")
+    h.group("g", 3, priority_class="gs-test-high")
+    for i in range(3):
+        h.pod(f"g-{i}", "g", priority_class="gs-test-high")
+    want = Outcome({"protected": True, **_pods("g", 3, True)}, {"g": ("True", "Scheduled")})
+    return [("unprotected pod preempted", want, h.settle(want, timeout=45))]
+
+
+def preemption_despite_pdb(h: Harness) -> Checkpoints:
+    """The only possible victim is covered by a budget: preemption still takes it (upstream weighs budgets but
+    may violate them). The Eviction API refuses (429) a running pod its budget covers; gangsched then deletes
+    it, as kube-scheduler deletes its victims."""
+    h.pdb("protect", {"app": "protected"})
+    h.blocker("protected", "2", priority_class="gs-test-low", labels={"app": "protected"}, running=True)
+    h.group("g", 3, priority_class="gs-test-high")
+    for i in range(3):
+        h.pod(f"g-{i}", "g", priority_class="gs-test-high")
+    want = Outcome(_pods("g", 3, True), {"g": ("True", "Scheduled")})
+    return [("protected pod preempted", want, h.settle(want, timeout=45))]
+
+
 def composite_one_rack(h: Harness) -> Checkpoints:
     """cpg_tas_test: a rack-constrained CompositePodGroup (minGroupCount 2) over two gangs of 2 x 1 CPU; two
     racks of 2 x 2-CPU nodes (n1 takes no part: it has no rack label). All four pods land in one rack."""
@@ -337,5 +385,7 @@ CASES: dict[str, Callable[[Harness], Checkpoints]] = {
     "beyond-min-count": beyond_min_count,
     "interleaved-gangs": interleaved,
     "preemption": preemption,
+    "preemption-pdb-reprieve": preemption_pdb_reprieve,
+    "preemption-despite-pdb": preemption_despite_pdb,
     "composite-one-rack": composite_one_rack,
 }

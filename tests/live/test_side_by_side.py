@@ -55,7 +55,8 @@ def test_same_outcome_as_kube_scheduler(
 ) -> None:
     ensure_priority_classes(kube_client)
     upstream = CASES[case](fresh_namespace(f"kube-{case}"[:40], None))
-    ours = CASES[case](fresh_namespace(f"gs-{case}"[:40], "gangsched"))
+    harness = fresh_namespace(f"gs-{case}"[:40], "gangsched")
+    ours = CASES[case](harness)
     upstream_ok = all(got in (want, KUBE_SCHEDULER_RACES.get((case, name))) for name, want, got in upstream)
     ours_ok = all(want == got for _, want, got in ours)
     assert upstream_ok and ours_ok, f"kube-scheduler:\n{_report(upstream)}\ngangsched:\n{_report(ours)}"
@@ -64,3 +65,6 @@ def test_same_outcome_as_kube_scheduler(
             assert mine.bound == theirs.bound, name  # the documented race changes only the condition
         else:
             assert mine == theirs, name
+    if case == "preemption-despite-pdb":  # the Eviction API said no; gangsched deleted the victim
+        refused = f"evict {harness.namespace}/protected: refused by a PodDisruptionBudget; deleting it"
+        assert refused in gangsched.log_path.read_text()

@@ -290,6 +290,7 @@ class Applier:
         async with self._writes:
             status = await self.api.evict(e.pod)
             if status.code == 429:
+                log.info("evict %s/%s: refused by a PodDisruptionBudget; deleting it", *e.pod)
                 status = await self.api.delete_pod(e.pod)
         self.metrics.evictions.inc("ok" if status.ok or status.code == 404 else "failed")
         if not status.ok and status.code != 404:
