@@ -103,3 +103,14 @@ def test_two_invalid_files_give_every_problem() -> None:
         *(INVALID / "job-mincount-zero.expected").read_text().splitlines(),
     ]
     assert result.stderr.splitlines() == expected
+
+
+def test_bad_feature_gates_exit_1_with_the_reason() -> None:
+    for gates, reason in [
+        ("Foo=true", "unrecognized feature gate: Foo"),
+        ("GenericWorkload=false,CompositePodGroup=true", "feature gate CompositePodGroup depends on"),
+        ("GenericWorkload=maybe", "invalid value of GenericWorkload=maybe"),
+    ]:
+        result = CliRunner().invoke(main, ["schedule", "-f", "examples/eight-gpu", "--feature-gates", gates])
+        assert result.exit_code == 1, result.output
+        assert reason in result.output

@@ -27,11 +27,17 @@ GATES_HELP = (
 )
 
 
+class BadInput(click.BadParameter):
+    """A bad option value is bad input like any other: exit code 1, not click's usage-error 2."""
+
+    exit_code = 1
+
+
 def parse_gates(_ctx: click.Context, _param: click.Parameter, value: str | None) -> FeatureGates:
     try:
         return FeatureGates.parse(value)
     except FeatureGateError as e:
-        raise click.BadParameter(str(e)) from e
+        raise BadInput(str(e)) from e
 
 
 gates_option = click.option("--feature-gates", "gates", callback=parse_gates, default=None, help=GATES_HELP)
