@@ -235,6 +235,19 @@ def gated_until_min_count(h: Harness) -> Checkpoints:
     return [("gated", gated, first), ("third pod arrives", want, h.settle(want))]
 
 
+def min_count_decrease(h: Harness) -> Checkpoints:
+    """minCount is mutable: two pods of a minCount-3 gang wait; lowered to 2, the gang is admitted."""
+    h.group("g", 3)
+    h.pod("g-0", "g")
+    h.pod("g-1", "g")
+    gated = Outcome(_pods("g", 2, False), {"g": None})
+    first = h.hold(gated)
+    patch = {"spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}}
+    h.client.patch(PodGroup, "g", patch, namespace=h.namespace, patch_type=PatchType.MERGE)
+    want = Outcome(_pods("g", 2, True), {"g": ("True", "Scheduled")})
+    return [("gated", gated, first), ("minCount lowered to 2", want, h.settle(want))]
+
+
 def pods_before_group(h: Harness) -> Checkpoints:
     for i in range(3):
         h.pod(f"g-{i}", "g")
@@ -398,6 +411,7 @@ CASES: dict[str, Callable[[Harness], Checkpoints]] = {
     "all-fit": all_fit,
     "gated-until-min-count": gated_until_min_count,
     "pods-before-group": pods_before_group,
+    "min-count-decrease": min_count_decrease,
     "blocker": blocker,
     "beyond-min-count": beyond_min_count,
     "interleaved-gangs": interleaved,

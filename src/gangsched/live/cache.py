@@ -26,7 +26,9 @@ Key = tuple[str, str]
 def _quiet_update(kind: str, old: Any, new: Any) -> bool:
     """True when `new` differs from `old` only in ways no scheduling decision reads."""
     if kind in ("PodGroup", "CompositePodGroup"):
-        return bool(old.metadata.generation == new.metadata.generation)
+        # Not metadata.generation: v1.37.2 does not set it on these kinds. minCount is mutable, and a
+        # deletion (deletionTimestamp) matters too.
+        return bool(old.spec == new.spec and old.metadata.deletionTimestamp == new.metadata.deletionTimestamp)
     if kind == "Pod":
         return bool(
             old.spec == new.spec
