@@ -280,6 +280,34 @@ def test_kill_9_while_binding_a_100_pod_gang_then_restart(
     )
 
 
+def test_restart_deletes_a_partial_gang_it_cannot_finish(
+    control_plane: LocalControlPlane,
+    start_gangsched: StartGangsched,
+    kube_client: Client,
+    namespace: str,
+    make_node: MakeNode,
+) -> None:
+    """A gang of 3 x 1 CPU found with one member bound (as a scheduler killed mid-binding leaves it) on a node
+    with room for only one more: the first pass cannot finish it, so gangsched deletes the bound member rather
+    than hold part of a gang; the two pending members stay pending."""
+    node = make_node("n1", {"cpu": "2"}).metadata.name
+    name = f"gs-partial-{secrets.token_hex(3)}"
+    kube_client.create(_group(namespace, "g", 3))
+    for i in range(3):
+        kube_client.create(_pod(namespace, f"g-{i}", "g", name))
+    body = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "g-0"},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node}}  # fmt: skip
+    code, answer = control_plane.request("POST", f"/api/v1/namespaces/{namespace}/pods/g-0/binding", body)
+    assert code == 201, answer
+    proc = start_gangsched("--scheduler-name", name)
+    left = wait_for(
+        "the bound member deleted", lambda: n if len(n := _nodes_of(kube_client, namespace)) == 2 else None
+    )
+    assert left == {"g-1": None, "g-2": None}
+    log = proc.log_path.read_text()
+    assert f"recovery: gang {namespace}/g has 1 of 3 members bound and cannot be finished" in log
+
+
 def test_scheduling_continues_across_an_apiserver_restart(
     control_plane: LocalControlPlane,
     gangsched: ManagedProcess,
@@ -345,8 +373,12 @@ def test_leader_election_one_binds_and_the_other_takes_over(
     assert _metric(text, 'gangsched_bindings_total{result="success"}') == 2
 
 
-def test_metrics_and_health(
-    start_gangsched: StartGangsched, kube_client: Client, namespace: str, make_node: MakeNode
+def test_metrics_health_and_events(
+    control_plane: LocalControlPlane,
+    start_gangsched: StartGangsched,
+    kube_client: Client,
+    namespace: str,
+    make_node: MakeNode,
 ) -> None:
     make_node("n1", {"cpu": "4"})
     name = f"gs-metrics-{secrets.token_hex(3)}"
@@ -373,3 +405,16 @@ def test_metrics_and_health(
     assert _metric(text, "gangsched_scheduling_cycle_duration_seconds_count") >= 2
     assert 'gangsched_queue_depth{state="unschedulable"}' in text
     assert _get(f"http://127.0.0.1:{port}/nothing")[0] == 404
+
+    def events() -> set[tuple[str, str, str]]:
+        code, answer = control_plane.request("GET", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events")
+        assert code == 200, answer
+        return {(e["regarding"]["name"], e["reason"], e["reportingController"]) for e in answer["items"]}
+
+    expected = {
+        ("fits-0", "Scheduled", name),
+        ("fits-1", "Scheduled", name),
+        ("too-big-0", "FailedScheduling", name),
+        ("too-big-1", "FailedScheduling", name),
+    }
+    wait_for("events", lambda: events() >= expected)

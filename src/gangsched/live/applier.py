@@ -23,6 +23,7 @@ import contextlib
 import datetime as dt
 import logging
 import socket
+import time
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +44,7 @@ RETRIABLE = {429, 500, 502, 503, 504}
 GROUP_KINDS = ("PodGroup", "CompositePodGroup")
 GATED_DELAY = 1.0
 EVENT_WRITES = 4
+EVENT_REPEAT = 600.0
 
 
 def _rfc3339(when: dt.datetime) -> str:
@@ -82,6 +84,7 @@ class Applier:
         self._writes = asyncio.Semaphore(max_writes)
         self._event_writes = asyncio.Semaphore(max_event_writes)
         self._tasks: set[asyncio.Task[None]] = set()
+        self._last_event: dict[str, tuple[tuple[str, str], float]] = {}
         self._binding = 0  # bind cycles in flight
         self._binds_idle = asyncio.Event()
         self._binds_idle.set()
@@ -297,6 +300,16 @@ class Applier:
             log.warning("evict %s/%s: %s %s", *e.pod, status.code, status.reason)
 
     async def _event(self, notice: Notice) -> None:
+        # The same event about the same object again within EVENT_REPEAT seconds is dropped: a gang that keeps
+        # failing would otherwise add one FailedScheduling event per member per attempt (upstream's event
+        # correlator aggregates them likewise).
+        now = time.monotonic()
+        last = self._last_event.get(notice.object)
+        if last is not None and last[0] == (notice.reason, notice.message) and now - last[1] < EVENT_REPEAT:
+            return
+        if len(self._last_event) > 100_000:  # objects come and go: forget them all now and then
+            self._last_event.clear()
+        self._last_event[notice.object] = ((notice.reason, notice.message), now)
         kind, _, rest = notice.object.partition(" ")
         namespace, _, name = rest.rpartition("/")
         regarding = {"kind": kind, "namespace": namespace, "name": name}
@@ -304,6 +317,10 @@ class Applier:
         async with self._event_writes:
             # Events are best effort, as upstream's broadcaster drops them under pressure.
             with contextlib.suppress(httpx.TransportError):
-                await self.api.create_event(
+                status = await self.api.create_event(
                     regarding, notice.type, notice.reason, notice.message, self.scheduler_name, self.instance
                 )
+                if not status.ok:
+                    log.warning(
+                        "event %s on %s: %s %s", notice.reason, notice.object, status.code, status.reason
+                    )

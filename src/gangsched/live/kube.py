@@ -18,6 +18,7 @@ raises on an HTTP error status; transport errors (server down) raise `httpx.Tran
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -270,7 +271,8 @@ class KubeApi:
         body = {
             "apiVersion": "events.k8s.io/v1",
             "kind": "Event",
-            "metadata": {"generateName": f"{regarding['name']}.", "namespace": ns},
+            # Named as client-go names events: <object>.<unix nanoseconds in hex>.
+            "metadata": {"name": f"{regarding['name']}.{time.time_ns():x}", "namespace": ns},
             "eventTime": micro_time(),
             "reportingController": controller,
             "reportingInstance": instance,
