@@ -331,6 +331,17 @@ def test_scheduling_continues_across_an_apiserver_restart(
         "all 63 pods bound", lambda: all((n := _nodes_of(kube_client, namespace)).values()) and n, 90
     )
     assert len(bound) == 63
+
+    def admitted() -> set[str]:
+        groups = kube_client.list(PodGroup, namespace=namespace)
+        return {
+            g.metadata.name
+            for g in groups
+            if (c := condition(g, "PodGroupInitiallyScheduled")) and c.status == "True"
+        }
+
+    # Condition writes that met the outage were sent again once the server was back.
+    wait_for("every group's condition True", lambda: len(admitted()) == 21)
     assert gangsched.alive()
 
 

@@ -24,14 +24,14 @@ import datetime as dt
 import logging
 import socket
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import httpx2 as httpx
 
-from ..scheduler.decision import Binding, ConditionChange, Decision, Eviction, Notice
+from ..scheduler.decision import Binding, ConditionChange, Decision, Eviction, Nomination, Notice
 from .cache import LiveCache
-from .kube import KubeApi
+from .kube import ApiStatus, KubeApi
 from .metrics import Metrics
 
 if TYPE_CHECKING:
@@ -114,8 +114,7 @@ class Applier:
             self._binds_idle.clear()
             self._spawn(self._bind_cycle(list(decision.bindings), deferred))
         for n in decision.nominations:
-            patch = {"status": {"nominatedNodeName": n.node}}
-            self._spawn(self._write(self.api.patch_status("Pod", n.pod, patch, strategic=True), "nominate"))
+            self._spawn(self._nominate(n))
         for e in decision.evictions:
             self._spawn(self._evict(e, victim_conditions.get(e.pod)))
         for notice in decision.events:
@@ -224,15 +223,40 @@ class Applier:
             log.error("rollback: delete %s/%s: %s %s", *b.pod, status.code, status.reason)
 
     # --- conditions, nominations, evictions, events ---------------------------------------------------------
-    async def _write(self, request: Coroutine[Any, Any, Any], what: str) -> None:
-        async with self._writes:
+    async def _write(self, request: Callable[[], Coroutine[Any, Any, ApiStatus]], what: str) -> bool:
+        """Send `request()`, again while the API server is unreachable or overloaded (it may be restarting),
+        for about 30 s. True if it was written (or its object is gone)."""
+        for attempt in range(8):
             try:
-                status = await request
+                async with self._writes:
+                    status = await request()
             except httpx.TransportError as e:
-                log.warning("%s: %s", what, e)
+                log.warning("%s: %s (attempt %d)", what, type(e).__name__, attempt + 1)
+                await asyncio.sleep(min(8.0, 0.25 * 2**attempt))
+                continue
+            if status.code in RETRIABLE:
+                await asyncio.sleep(min(8.0, 0.25 * 2**attempt))
+                continue
+            if not status.ok and status.code != 404:
+                message = status.body.get("message", "") if isinstance(status.body, dict) else ""
+                log.warning("%s: %s %s %s", what, status.code, status.reason, message)
+            return status.ok or status.code == 404
+        return False
+
+    async def _nominate(self, n: Nomination) -> None:
+        """nominatedNodeName, unless the pod got bound meanwhile (the server refuses it on a bound pod)."""
+        async with self._writes:
+            pod = self.cache.store.get("Pod", n.pod)
+            if pod is None or pod.spec.nodeName:
+                return
+            patch = {"status": {"nominatedNodeName": n.node}}
+            try:
+                status = await self.api.patch_status("Pod", n.pod, patch, strategic=True)
+            except httpx.TransportError as e:
+                log.warning("nominate %s/%s: %s", *n.pod, e)
                 return
         if not status.ok and status.code != 404:
-            log.warning("%s: %s %s", what, status.code, status.reason)
+            log.warning("nominate %s/%s to %s: %s %s", *n.pod, n.node, status.code, status.reason)
 
     async def _write_condition(self, change: ConditionChange) -> None:
         c = change.condition
@@ -253,9 +277,8 @@ class Applier:
         self._written[memo] = (c.status, c.reason, c.message)
         since = _rfc3339(dt.datetime.now(dt.UTC))
         if existing is not None and existing.status == c.status and existing.lastTransitionTime is not None:
-            since = _rfc3339(
-                existing.lastTransitionTime
-            )  # the status did not change, so neither did the time
+            # The status did not change, so neither did the time.
+            since = _rfc3339(existing.lastTransitionTime)
         entry: dict[str, Any] = {
             "type": c.type,
             "status": c.status,
@@ -265,16 +288,19 @@ class Applier:
         }
         if change.kind == "Pod":
             patch = {"status": {"conditions": [entry]}}
-            request = self.api.patch_status("Pod", change.key, patch, strategic=True)
         else:
             # metav1.Condition: reason is required; the whole list is sent (merge patch replaces lists).
             entry["reason"] = c.reason or c.status
             entry["observedGeneration"] = obj.metadata.generation
             others = [x.to_dict() for x in conditions if x.type != c.type]
-            request = self.api.patch_status(
-                change.kind, change.key, {"status": {"conditions": [*others, entry]}}
-            )
-        await self._write(request, f"condition {c.type} on {change.kind} {change.key[0]}/{change.key[1]}")
+            patch = {"status": {"conditions": [*others, entry]}}
+
+        def request() -> Coroutine[Any, Any, ApiStatus]:
+            return self.api.patch_status(change.kind, change.key, patch, strategic=change.kind == "Pod")
+
+        what = f"condition {c.type} on {change.kind} {change.key[0]}/{change.key[1]}"
+        if not await self._write(request, what):
+            self._written.pop(memo, None)  # not written: the next cycle's decision may try again
 
     async def _write_gated(self, change: ConditionChange) -> None:
         """Why a pod waits at PreEnqueue, written only if it still waits a moment later: the members of a gang
