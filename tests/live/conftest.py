@@ -35,10 +35,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if Path(str(item.fspath)).is_relative_to(Path(__file__).parent):
             item.add_marker(pytest.mark.live)
+    # Tests that restart kube-apiserver (or compact etcd under it) run last: the session's kube-scheduler
+    # takes a while to relist after them, and the side-by-side tests must not measure that.
+    items.sort(key=lambda item: item.get_closest_marker("restarts_apiserver") is not None)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "live: runs against a real kube-apiserver started by the test session")
+    config.addinivalue_line(
+        "markers", "restarts_apiserver: restarts the session's kube-apiserver (runs last)"
+    )
 
 
 def _unavailable(reason: str) -> None:
@@ -163,22 +169,40 @@ def fake_kubelet(control_plane: LocalControlPlane) -> Iterator[FakeKubelet]:
 StartGangsched = Callable[..., ManagedProcess]
 
 
-@pytest.fixture(scope="session")
-def start_gangsched(
-    control_plane: LocalControlPlane, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[StartGangsched]:
-    """Factory: start_gangsched("--scheduler-name", "x", ...) runs `gangsched run` against the session's API
-    server as a child process (log in a temp dir) and returns its handle; all are stopped at the end."""
-    started: list[ManagedProcess] = []
-    logs = tmp_path_factory.mktemp("gangsched")
+class _GangschedLauncher:
+    """Starts `gangsched run` against the session's API server as child processes, logs in one temp dir."""
 
-    def start(*args: str) -> ManagedProcess:
+    def __init__(self, control_plane: LocalControlPlane, logs: Path) -> None:
+        self.control_plane = control_plane
+        self.logs = logs
+        self.count = 0
+
+    def start(self, *args: str) -> ManagedProcess:
+        self.count += 1
         proc = ManagedProcess(
             "gangsched",
-            [GANGSCHED, "run", f"--kubeconfig={control_plane.kubeconfig}", *args],
-            logs / f"gangsched-{len(started)}.log",
+            [GANGSCHED, "run", f"--kubeconfig={self.control_plane.kubeconfig}", *args],
+            self.logs / f"gangsched-{self.count}.log",
         )
         proc.start()
+        return proc
+
+
+@pytest.fixture(scope="session")
+def gangsched_launcher(
+    control_plane: LocalControlPlane, tmp_path_factory: pytest.TempPathFactory
+) -> _GangschedLauncher:
+    return _GangschedLauncher(control_plane, tmp_path_factory.mktemp("gangsched"))
+
+
+@pytest.fixture
+def start_gangsched(gangsched_launcher: _GangschedLauncher) -> Iterator[StartGangsched]:
+    """Factory: start_gangsched("--scheduler-name", "x", ...) runs `gangsched run` and returns its handle;
+    what a test started is stopped when it ends (so that idle schedulers do not load later tests)."""
+    started: list[ManagedProcess] = []
+
+    def start(*args: str) -> ManagedProcess:
+        proc = gangsched_launcher.start(*args)
         started.append(proc)
         return proc
 
@@ -188,6 +212,8 @@ def start_gangsched(
 
 
 @pytest.fixture(scope="session")
-def gangsched(start_gangsched: StartGangsched, fake_kubelet: FakeKubelet) -> ManagedProcess:
+def gangsched(gangsched_launcher: _GangschedLauncher, fake_kubelet: FakeKubelet) -> Iterator[ManagedProcess]:
     """`gangsched run --scheduler-name gangsched` for the whole session (as kube_scheduler is)."""
-    return start_gangsched("--scheduler-name", "gangsched")
+    proc = gangsched_launcher.start("--scheduler-name", "gangsched")
+    yield proc
+    proc.stop(timeout=5)

@@ -324,6 +324,7 @@ def test_server_defaults_match_gangsched_defaults(
     assert {k: server.get(k) for k in expected} == expected
 
 
+@pytest.mark.restarts_apiserver
 def test_apiserver_restart_keeps_objects_address_and_credentials(
     control_plane: LocalControlPlane, kube_client: Client, namespace: str
 ) -> None:

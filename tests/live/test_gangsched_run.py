@@ -14,6 +14,7 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from lightkube import AsyncClient, Client, KubeConfig, codecs
 from lightkube.resources.core_v1 import Pod
 from lightkube.resources.scheduling_v1beta1 import PodGroup
@@ -308,6 +309,7 @@ def test_restart_deletes_a_partial_gang_it_cannot_finish(
     assert f"recovery: gang {namespace}/g has 1 of 3 members bound and cannot be finished" in log
 
 
+@pytest.mark.restarts_apiserver
 def test_scheduling_continues_across_an_apiserver_restart(
     control_plane: LocalControlPlane,
     gangsched: ManagedProcess,

@@ -7,6 +7,7 @@ import asyncio
 import json
 import urllib.request
 
+import pytest
 from lightkube import Client, codecs
 from lightkube.resources.scheduling_v1beta1 import PodGroup
 from lightkube.types import PatchType
@@ -37,6 +38,7 @@ def _compact_etcd(control_plane: LocalControlPlane, revision: str) -> None:
         assert resp.status == 200
 
 
+@pytest.mark.restarts_apiserver
 def test_watch_from_a_compacted_version_lists_again(
     control_plane: LocalControlPlane, kube_client: Client, namespace: str
 ) -> None:
