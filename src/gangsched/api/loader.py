@@ -29,7 +29,6 @@ from .kinds import KINDS, KindInfo
 
 __all__ = ["LoadResult", "Loaded", "decode", "load_documents", "load_paths"]
 
-_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _SUFFIXES = (".yaml", ".yml", ".json")
 
 
