@@ -21,9 +21,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+from .podinfo import is_terminal
+
 __all__ = ["Budget", "budgets", "disruptions_allowed", "selector_matches", "split_by_violation"]
 
-TERMINAL_PHASES = ("Succeeded", "Failed")
 _PERCENT = re.compile(r"^(\d+)%$")
 
 
@@ -71,7 +72,7 @@ def _pod_labels(pod: Any) -> Mapping[str, str]:
 
 
 def _healthy(pod: Any) -> bool:
-    return bool(pod.spec.nodeName) and not (pod.status is not None and pod.status.phase in TERMINAL_PHASES)
+    return bool(pod.spec.nodeName) and not is_terminal(pod)
 
 
 def disruptions_allowed(pdb: Any, pods: Iterable[Any]) -> int:

@@ -10,9 +10,15 @@ import msgspec
 
 from .resources import nonzero_requests, pod_requests
 
-__all__ = ["PodInfo", "PodKey", "pod_info"]
+__all__ = ["TERMINAL_PHASES", "PodInfo", "PodKey", "is_terminal", "pod_info"]
 
 PodKey = tuple[str, str]
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+def is_terminal(pod: Any) -> bool:
+    """A Succeeded or Failed pod holds nothing: kube-scheduler's pod informer leaves it out."""
+    return pod.status is not None and pod.status.phase in TERMINAL_PHASES
 
 
 @dataclass(slots=True, eq=False)

@@ -22,7 +22,7 @@ from .decision import Condition, ConditionChange, Decision
 from .evaluator import Evaluator
 from .hierarchy import Hierarchy, topology_key
 from .outcome import POD_SCHEDULED, bind, group_condition, pod_failed, record_tree
-from .podinfo import PodInfo, PodKey, pod_info
+from .podinfo import PodInfo, PodKey, is_terminal, pod_info
 from .postfilter import preempt_after_failure
 from .preemption import PreemptionView
 from .queue import QueuedRoot, RootKey, SchedulingQueue
@@ -34,8 +34,6 @@ if TYPE_CHECKING:
     from ..store.store import Store
 
 __all__ = ["Profile", "Scheduler", "run_until_stable"]
-
-TERMINAL_PHASES = ("Succeeded", "Failed")
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +132,7 @@ class Scheduler:
         else:
             pi.pod = pod  # live informers replace objects on update; what it identifies stays immutable
         bound = bool(pod.spec.nodeName)
-        terminal = pod.status is not None and pod.status.phase in TERMINAL_PHASES
+        terminal = is_terminal(pod)
         if terminal and pi.group is not None:  # kube-scheduler's pod informer filters terminal pods out
             self._members.get(pi.group, set()).discard(key)
         if self._snap is not None:
@@ -209,7 +207,7 @@ class Scheduler:
 
     def _pending(self, pi: PodInfo) -> bool:
         pod = pi.pod
-        return not pod.spec.nodeName and not (pod.status is not None and pod.status.phase in TERMINAL_PHASES)
+        return not pod.spec.nodeName and not is_terminal(pod)
 
     def _regate(self, group: tuple[str, str], only_gated: bool = False) -> None:
         keys = self._gated_in_group.get(group, set()) if only_gated else self._members.get(group, set())
@@ -269,7 +267,7 @@ class Scheduler:
             self._ev = Evaluator(snap, self.rng, self.profile.scoring)
             for key, pi in self._pods.items():
                 pod = pi.pod
-                if pod.spec.nodeName and not (pod.status is not None and pod.status.phase in TERMINAL_PHASES):
+                if pod.spec.nodeName and not is_terminal(pod):
                     node = snap.index.get(pod.spec.nodeName)
                     if node is not None:
                         snap.place(key, node, self._ev.vector(pi))
@@ -339,7 +337,7 @@ class Scheduler:
 
     @staticmethod
     def _terminal(pi: PodInfo) -> bool:
-        return pi.pod.status is not None and pi.pod.status.phase in TERMINAL_PHASES
+        return is_terminal(pi.pod)
 
     def _finish(
         self,
