@@ -149,3 +149,65 @@ def test_job_defaults() -> None:
     }
     [j], _ = _defaulted(job)
     assert (j.spec.parallelism, j.spec.completionMode, j.spec.backoffLimit) == (1, "NonIndexed", 6)
+
+
+def _class(name: str, default: str | None, created: str) -> dict[str, Any]:
+    annotations = {"storageclass.kubernetes.io/is-default-class": default} if default else {}
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": name, "annotations": annotations, "creationTimestamp": created},
+        "provisioner": "csi.example.com",
+    }
+
+
+def _claim(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}, **spec},
+    }
+
+
+def test_claim_without_class_gets_the_newest_default_class() -> None:
+    """DefaultStorageClass admission: of several default classes the newest wins; "" opts out; a class
+    without the annotation (or with "false") is never the default."""
+    objs, errors = _defaulted(
+        _class("old", "true", "2026-01-01T00:00:00Z"),
+        _class("new", "true", "2026-02-01T00:00:00Z"),
+        _class("plain", "false", "2026-03-01T00:00:00Z"),
+        _claim(),
+        _claim(storageClassName=""),
+    )
+    assert errors == []
+    _, _, sc_plain, claim, opted_out = objs
+    assert claim.spec.storageClassName == "new"
+    assert opted_out.spec.storageClassName == ""
+    assert (sc_plain.volumeBindingMode, sc_plain.reclaimPolicy) == ("Immediate", "Delete")
+    assert claim.spec.volumeMode == "Filesystem"
+
+
+def test_device_requests_default_to_one_device() -> None:
+    """SetDefaults_ExactDeviceRequest / SetDefaults_DeviceSubRequest: ExactCount with count 1; All keeps
+    no count."""
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "c"},
+        "spec": {
+            "devices": {
+                "requests": [
+                    {"name": "a", "exactly": {"deviceClassName": "gpu"}},
+                    {"name": "b", "exactly": {"deviceClassName": "gpu", "allocationMode": "All"}},
+                    {"name": "c", "firstAvailable": [{"name": "x", "deviceClassName": "gpu"}]},
+                ]
+            }
+        },
+    }
+    (obj,), errors = _defaulted(claim)
+    assert errors == []
+    a, b, c = obj.spec.devices.requests
+    assert (a.exactly.allocationMode, a.exactly.count) == ("ExactCount", 1)
+    assert (b.exactly.allocationMode, b.exactly.count) == ("All", None)
+    assert (c.firstAvailable[0].allocationMode, c.firstAvailable[0].count) == ("ExactCount", 1)

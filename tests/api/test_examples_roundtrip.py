@@ -23,6 +23,14 @@ EVERY_KIND = {
     "Job",
     "PriorityClass",
     "PodDisruptionBudget",
+    "StorageClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "CSINode",
+    "DeviceClass",
+    "ResourceSlice",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
 }
 
 

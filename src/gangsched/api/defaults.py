@@ -5,7 +5,12 @@
   global default class, else 0 / PreemptLowerPriority), as the Priority admission plugin resolves them;
 - PodGroup / CompositePodGroup: disruptionMode `single`, preemptionPolicy `PreemptLowerPriority`, priority
   from priorityClassName; Workload templates are left as written, as the API server stores them;
-- Job: parallelism 1, completionMode NonIndexed, backoffLimit 6.
+- Job: parallelism 1, completionMode NonIndexed, backoffLimit 6;
+- StorageClass: volumeBindingMode Immediate, reclaimPolicy Delete; PersistentVolume: reclaim policy Retain,
+  volumeMode Filesystem; PersistentVolumeClaim: volumeMode Filesystem, and a claim without
+  storageClassName gets the default class (annotation `storageclass.kubernetes.io/is-default-class`), as the
+  DefaultStorageClass admission plugin does;
+- ResourceClaim and ResourceClaimTemplate requests: allocationMode ExactCount with count 1.
 
 Mutates the objects in place and returns field errors for references that cannot be resolved (a
 priorityClassName naming no PriorityClass), which upstream's admission would refuse.
@@ -16,7 +21,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from lightkube.models import batch_v1, core_v1, meta_v1, scheduling_v1alpha3, scheduling_v1beta1
+from lightkube.models import (
+    batch_v1,
+    core_v1,
+    meta_v1,
+    resource_v1,
+    scheduling_v1alpha3,
+    scheduling_v1beta1,
+    storage_v1,
+)
 
 from .errors import FieldError, not_found
 from .kinds import kind_info
@@ -127,10 +140,60 @@ def _workload_references(wl: scheduling_v1beta1.Workload, resolver: PriorityReso
     return errors
 
 
+DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
+
+
+def default_storage_class(classes: Iterable[Any]) -> str | None:
+    """The class the DefaultStorageClass admission plugin assigns: of those annotated default, the newest
+    (creationTimestamp), then the first by name, as upstream's GetDefaultClass."""
+    marked = [
+        c
+        for c in classes
+        if ((c.metadata.annotations or {}) if c.metadata else {}).get(DEFAULT_CLASS_ANNOTATION) == "true"
+    ]
+    if not marked:
+        return None
+    stamp = [c.metadata.creationTimestamp.timestamp() if c.metadata.creationTimestamp else 0 for c in marked]
+    newest = max(stamp)
+    name: str = min(c.metadata.name for c, t in zip(marked, stamp, strict=True) if t == newest)
+    return name
+
+
+def _storage_defaults(obj: Any, default_class: str | None) -> None:
+    if isinstance(obj, storage_v1.StorageClass):
+        obj.volumeBindingMode = obj.volumeBindingMode or "Immediate"
+        obj.reclaimPolicy = obj.reclaimPolicy or "Delete"
+    elif isinstance(obj, core_v1.PersistentVolume) and obj.spec is not None:
+        obj.spec.persistentVolumeReclaimPolicy = obj.spec.persistentVolumeReclaimPolicy or "Retain"
+        obj.spec.volumeMode = obj.spec.volumeMode or "Filesystem"
+    elif isinstance(obj, core_v1.PersistentVolumeClaim) and obj.spec is not None:
+        obj.spec.volumeMode = obj.spec.volumeMode or "Filesystem"
+        if obj.spec.storageClassName is None and default_class is not None:
+            obj.spec.storageClassName = default_class
+
+
+def _exact_defaults(req: Any) -> None:
+    if not req.allocationMode:
+        req.allocationMode = "ExactCount"
+    if req.allocationMode == "ExactCount" and not req.count:
+        req.count = 1
+
+
+def claim_spec_defaults(spec: Any) -> None:
+    """SetDefaults_ExactDeviceRequest and SetDefaults_DeviceSubRequest on every request of a claim spec."""
+    devices = spec.devices if spec is not None else None
+    for req in (devices.requests if devices is not None else None) or []:
+        if req.exactly is not None:
+            _exact_defaults(req.exactly)
+        for sub in req.firstAvailable or []:
+            _exact_defaults(sub)
+
+
 def apply_defaults(objects: Iterable[Any]) -> list[tuple[Any, FieldError]]:
     """Default every object in place; returns (object, error) for unresolvable references."""
     objects = list(objects)
     resolver = PriorityResolver(o for o in objects if kind_info(o).kind == "PriorityClass")
+    default_class = default_storage_class(o for o in objects if isinstance(o, storage_v1.StorageClass))
     problems: list[tuple[Any, FieldError]] = []
     for obj in objects:
         info = kind_info(obj)
@@ -148,5 +211,11 @@ def apply_defaults(objects: Iterable[Any]) -> list[tuple[Any, FieldError]]:
             errors = _workload_references(obj, resolver)
         elif isinstance(obj, batch_v1.Job):
             _job_defaults(obj)
+        elif isinstance(obj, resource_v1.ResourceClaim):
+            claim_spec_defaults(obj.spec)
+        elif isinstance(obj, resource_v1.ResourceClaimTemplate) and obj.spec is not None:
+            claim_spec_defaults(obj.spec.spec)
+        else:
+            _storage_defaults(obj, default_class)
         problems.extend((obj, e) for e in errors)
     return problems

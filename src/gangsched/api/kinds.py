@@ -9,9 +9,11 @@ from lightkube.models import (
     batch_v1,
     core_v1,
     policy_v1,
+    resource_v1,
     scheduling_v1,
     scheduling_v1alpha3,
     scheduling_v1beta1,
+    storage_v1,
 )
 
 from .jobset import JOBSET_API_VERSION, JobSet
@@ -32,6 +34,15 @@ _ALL = [
     KindInfo("Node", "v1", core_v1.Node, False),
     KindInfo("Pod", "v1", core_v1.Pod, True),
     KindInfo("PriorityClass", "scheduling.k8s.io/v1", scheduling_v1.PriorityClass, False),
+    # Volumes and devices, read before the pods that use them.
+    KindInfo("StorageClass", "storage.k8s.io/v1", storage_v1.StorageClass, False),
+    KindInfo("CSINode", "storage.k8s.io/v1", storage_v1.CSINode, False),
+    KindInfo("PersistentVolume", "v1", core_v1.PersistentVolume, False),
+    KindInfo("PersistentVolumeClaim", "v1", core_v1.PersistentVolumeClaim, True),
+    KindInfo("DeviceClass", "resource.k8s.io/v1", resource_v1.DeviceClass, False),
+    KindInfo("ResourceSlice", "resource.k8s.io/v1", resource_v1.ResourceSlice, False),
+    KindInfo("ResourceClaimTemplate", "resource.k8s.io/v1", resource_v1.ResourceClaimTemplate, True),
+    KindInfo("ResourceClaim", "resource.k8s.io/v1", resource_v1.ResourceClaim, True),
     KindInfo("PodDisruptionBudget", "policy/v1", policy_v1.PodDisruptionBudget, True),
     KindInfo("Job", "batch/v1", batch_v1.Job, True),
     KindInfo("Workload", "scheduling.k8s.io/v1beta1", scheduling_v1beta1.Workload, True),

@@ -17,7 +17,8 @@ GenericWorkload is on.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ..errors import FieldError, Problem, duplicate
 from ..gates import FeatureGates
@@ -27,6 +28,8 @@ from .core import job_spec, node, pod_disruption_budget, pod_spec, priority_clas
 from .groups import composite_pod_group_spec, pod_group_spec
 from .meta import object_meta
 from .references import reference_errors
+from .resource import device_class, resource_claim_spec, resource_slice
+from .storage import csi_node, persistent_volume, persistent_volume_claim, storage_class
 from .workload import workload_spec
 
 __all__ = ["object_errors", "validate"]
@@ -57,7 +60,22 @@ def object_errors(item: Loaded, gates: FeatureGates) -> list[FieldError]:
             errors += composite_pod_group_spec(obj.spec, gates)
     elif kind == "Workload" and workload_api:
         errors += workload_spec(obj.spec, gates)
+    elif kind in _STORAGE_AND_DEVICES:
+        errors += _STORAGE_AND_DEVICES[kind](obj)
     return errors
+
+
+# Kinds checked on their own object alone, the same under every gate.
+_STORAGE_AND_DEVICES: dict[str, Callable[[Any], list[FieldError]]] = {
+    "StorageClass": storage_class,
+    "PersistentVolume": persistent_volume,
+    "PersistentVolumeClaim": persistent_volume_claim,
+    "CSINode": csi_node,
+    "DeviceClass": device_class,
+    "ResourceSlice": resource_slice,
+    "ResourceClaim": lambda obj: resource_claim_spec(obj.spec),
+    "ResourceClaimTemplate": lambda obj: resource_claim_spec(obj.spec.spec, "spec.spec"),
+}
 
 
 def _problem(item: Loaded, error: FieldError) -> Problem:

@@ -1,0 +1,176 @@
+"""DeviceClass, ResourceSlice, ResourceClaim and ResourceClaimTemplate (resource.k8s.io/v1): the fields the
+DynamicResources plugin reads, with upstream's rules and messages (pkg/apis/resource/validation).
+
+CEL selectors are compiled with the same library the allocator evaluates them with (`..cel`); a selector
+that does not compile is refused here, as the API server refuses it, rather than failing at scheduling.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..cel import CelError, compile_selector
+from ..errors import FieldError, duplicate, invalid, not_supported, required
+from .common import label_name, subdomain_name
+
+__all__ = ["device_class", "resource_claim_spec", "resource_slice"]
+
+ALLOCATION_MODES = ["All", "ExactCount"]
+_ONE_REQUEST_TYPE = "exactly one of `exactly` or `firstAvailable` is required"
+_ONE_NODE_SELECTION = (
+    "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required"
+)
+
+
+def _selectors(path: str, selectors: list[Any] | None) -> list[FieldError]:
+    errors: list[FieldError] = []
+    for i, sel in enumerate(selectors or []):
+        where = f"{path}[{i}]"
+        if sel.cel is None:
+            errors.append(required(f"{where}.cel"))
+            continue
+        expression = sel.cel.expression or ""
+        if not expression:
+            errors.append(required(f"{where}.cel.expression"))
+            continue
+        try:
+            compile_selector(expression)
+        except CelError as e:
+            errors.append(invalid(f"{where}.cel.expression", expression, f"compilation failed: {e}"))
+    return errors
+
+
+def device_class(dc: Any) -> list[FieldError]:
+    return _selectors("spec.selectors", dc.spec.selectors if dc.spec else None)
+
+
+def _allocation_mode(path: str, mode: str | None, count: int | None) -> list[FieldError]:
+    """Objects arrive defaulted (ExactCount, count 1), as upstream's SetDefaults_ExactDeviceRequest."""
+    if mode == "All":
+        if count:
+            return [invalid(f"{path}.count", count, "must not be specified when allocationMode is 'All'")]
+        return []
+    if mode == "ExactCount":
+        if count is None or count <= 0:
+            return [invalid(f"{path}.count", count or 0, "must be greater than zero")]
+        return []
+    return [not_supported(f"{path}.allocationMode", mode or "", ALLOCATION_MODES)]
+
+
+def _exact(path: str, req: Any) -> list[FieldError]:
+    errors = subdomain_name(f"{path}.deviceClassName", req.deviceClassName)
+    errors += _selectors(f"{path}.selectors", req.selectors)
+    errors += _allocation_mode(path, req.allocationMode, req.count)
+    return errors
+
+
+def _request(path: str, req: Any) -> list[FieldError]:
+    errors = label_name(f"{path}.name", req.name)
+    has_first = bool(req.firstAvailable)
+    if has_first and req.exactly is not None:
+        errors.append(invalid(path, None, f"{_ONE_REQUEST_TYPE}, but multiple fields are set"))
+    elif req.exactly is not None:
+        errors += _exact(f"{path}.exactly", req.exactly)
+    elif has_first:
+        seen: set[str] = set()
+        for i, sub in enumerate(req.firstAvailable):
+            where = f"{path}.firstAvailable[{i}]"
+            errors += label_name(f"{where}.name", sub.name)
+            if sub.name in seen:
+                errors.append(duplicate(where, sub.name))
+            seen.add(sub.name)
+            errors += _exact(where, sub)
+    else:
+        errors.append(required(path, _ONE_REQUEST_TYPE))
+    return errors
+
+
+def resource_claim_spec(spec: Any, path: str = "spec") -> list[FieldError]:
+    """ResourceClaimSpec (also inside a template at spec.spec)."""
+    devices = spec.devices if spec is not None else None
+    if devices is None:
+        return []
+    errors: list[FieldError] = []
+    names: dict[str, set[str]] = {}
+    for i, req in enumerate(devices.requests or []):
+        where = f"{path}.devices.requests[{i}]"
+        errors += _request(where, req)
+        if req.name in names:
+            errors.append(duplicate(where, req.name))
+        names[req.name] = {s.name for s in req.firstAvailable or []}
+    for i, constraint in enumerate(devices.constraints or []):
+        where = f"{path}.devices.constraints[{i}]"
+        for j, ref in enumerate(constraint.requests or []):
+            request, _, sub = ref.partition("/")
+            if request not in names or (sub and sub not in names[request]):
+                errors.append(
+                    invalid(
+                        f"{where}.requests[{j}]",
+                        ref,
+                        "must be the name of a request in the claim or the name of a request and a "
+                        "subrequest separated by '/'",
+                    )
+                )
+        if constraint.matchAttribute is None and constraint.distinctAttribute is None:
+            errors.append(required(f"{where}.matchAttribute"))
+    return errors
+
+
+def resource_slice(rs: Any) -> list[FieldError]:
+    spec = rs.spec
+    if spec is None:
+        return [required("spec.driver")]
+    errors: list[FieldError] = []
+    if not spec.driver:
+        errors.append(required("spec.driver"))
+    pool = spec.pool
+    if pool is None or not pool.name:
+        errors.append(required("spec.pool.name"))
+    if pool is not None and (pool.resourceSliceCount or 0) <= 0:
+        errors.append(
+            invalid("spec.pool.resourceSliceCount", pool.resourceSliceCount or 0, "must be greater than zero")
+        )
+    if pool is not None and (pool.generation or 0) < 0:
+        errors.append(
+            invalid("spec.pool.generation", pool.generation, "must be greater than or equal to zero")
+        )
+    chosen = []
+    if spec.nodeName is not None:
+        if spec.nodeName:
+            chosen.append("`nodeName`")
+        else:
+            errors.append(invalid("spec.nodeName", "", "must be either unset or set to a non-empty string"))
+    if spec.nodeSelector is not None:
+        chosen.append("`nodeSelector`")
+        if len(spec.nodeSelector.nodeSelectorTerms or []) != 1:
+            errors.append(
+                invalid(
+                    "spec.nodeSelector.nodeSelectorTerms",
+                    [t.to_dict() for t in spec.nodeSelector.nodeSelectorTerms or []],
+                    "must have exactly one node selector term",
+                )
+            )
+    for flag in ("allNodes", "perDeviceNodeSelection"):
+        value = getattr(spec, flag)
+        if value is True:
+            chosen.append(f"`{flag}`")
+        elif value is False:
+            errors.append(invalid(f"spec.{flag}", False, "must be either unset or set to true"))
+    if not chosen:
+        errors.append(required("spec", _ONE_NODE_SELECTION))
+    elif len(chosen) > 1:
+        errors.append(
+            invalid(
+                "spec",
+                "{" + ", ".join(chosen) + "}",
+                f"{_ONE_NODE_SELECTION}, but multiple fields are set",
+            )
+        )
+    seen: set[str] = set()
+    for i, device in enumerate(spec.devices or []):
+        where = f"spec.devices[{i}]"
+        errors += label_name(f"{where}.name", device.name)
+        if device.name in seen:
+            errors.append(duplicate(f"{where}.name", device.name))
+        seen.add(device.name)
+    return errors
