@@ -11,6 +11,7 @@ expect:
   groups: {pg: [True, Scheduled], pg2: [False, Unschedulable, "exact message"]}
   evictions: {victim: preemptor-name}
   count_bound: {train-a-: 6}          # pods whose name starts with the prefix that are bound
+  per_domain: {zone: {a: 3, b: 3}}    # bound pods per value of a node label (values not listed: none)
 steps:                                # applied in order after the first run, each with its own expect
   - {delete: [Pod/blocker], add: [...objects...], expect: {...}}
     # re-adding an existing object replaces its spec and keeps its status (an update, as kubectl apply)
@@ -81,8 +82,19 @@ def check(store: Store, expect: dict[str, Any], where: str) -> None:
 
     def label(pod_name: str, key: str) -> str | None:
         node = store.get("Node", ("", pods[pod_name].spec.nodeName or ""))
-        return (node.metadata.labels or {}).get(key) if node is not None else None
+        if node is None:
+            return None
+        labels = {"kubernetes.io/hostname": node.metadata.name, **(node.metadata.labels or {})}
+        return labels.get(key)
 
+    for key, want_counts in (expect.get("per_domain") or {}).items():
+        got_counts: dict[str, int] = {}
+        for pod_name, pod in pods.items():
+            if pod.spec.nodeName:
+                value = str(label(pod_name, key))
+                got_counts[value] = got_counts.get(value, 0) + 1
+        want_str = {str(k): v for k, v in want_counts.items()}
+        assert got_counts == want_str, f"{where}: bound pods per {key}: {got_counts}, want {want_str}"
     for key, names in (expect.get("same_domain") or {}).items():
         values = {n: label(n, key) for n in names}
         assert len(set(values.values())) == 1 and None not in values.values(), f"{where}: {key} {values}"

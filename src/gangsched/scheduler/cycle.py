@@ -92,7 +92,7 @@ def run_group_cycle(ev: Evaluator, attempt: GroupAttempt, candidates: BoolArray 
         if isinstance(found, FitFailure):
             result.failures[pi.key] = found.message()
         else:
-            undo.append(snap.place(pi.key, found, ev.vector(pi)))
+            undo.append(snap.place(pi.key, found, ev.vector(pi), pi.traits))
             result.placed.append((pi, found))
             scheduled += 1
         result.code, result.message = feasibility(attempt, scheduled, remaining)

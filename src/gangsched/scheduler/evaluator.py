@@ -1,15 +1,19 @@
 """Filter and score one pod against every node at once, and pick a node (upstream's SchedulePod).
 
-Pods are grouped into equivalence classes by their signature (same requests, selector, affinity and
-tolerations). A class keeps its static filter verdict (unschedulable, taints, affinity) and its resource fit
-and score per node; when the snapshot changes, only the changed columns are recomputed. This is what makes a
-1,000-pod gang cost about as much as one pod per node touched.
+The plugins are data: FILTERS and SCORES list kube-scheduler v1.37's default profile in its order, with its
+weights (pkg/scheduler/apis/config/v1/default_plugins.go), each entry saying when its verdict can change
+(`plugins/__init__.py`): static plugins run once per equivalence class of pods (same requests, selector,
+node affinity, tolerations, images), resource plugins are refreshed only on the nodes the snapshot's change
+log names, and pods-stage plugins (ports, spread, pod affinity) read per-node counters of placed pods that
+follow the snapshot's pod log. A 1,000-pod gang of one template therefore costs about as much as one pod per
+node touched; pods-stage work is done only for pods that have ports, spread constraints or pod affinity, or
+while placed pods carry affinity terms of their own. A Profile can switch plugins off by name.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,19 +23,105 @@ import numpy.typing as npt
 from .domains import DomainSums
 from .plugins import (
     BoolArray,
+    Int64Array,
+    PodContext,
+    Rejections,
     balanced_allocation,
+    image_locality,
+    inter_pod_affinity,
     node_affinity,
+    node_name,
+    node_ports,
     node_resources_fit,
     node_unschedulable,
+    pod_topology_spread,
     taint_toleration,
 )
+from .podcounts import PodsView
 from .podinfo import PodInfo
 from .snapshot import PodVector, Snapshot
 
-__all__ = ["Evaluator", "FitFailure", "ScoringStrategy"]
+__all__ = [
+    "FILTERS",
+    "PREFILTERS",
+    "SCORES",
+    "Evaluator",
+    "FilterPlugin",
+    "FitFailure",
+    "ScorePlugin",
+    "ScoringStrategy",
+]
 
 ScoringStrategy = str  # "LeastAllocated" (upstream default) or "MostAllocated"
 _MAX_CHANGE_LOG = 200_000
+STATIC, RESOURCES, PODS = "static", "resources", "pods"
+
+
+@dataclass(frozen=True, slots=True)
+class FilterPlugin:
+    """A filter: `run(snap, spec)` for static ones, `run(view, PodContext)` for pods-stage ones;
+    NodeResourcesFit (stage resources) is run by the evaluator on changed columns."""
+
+    name: str
+    stage: str
+    run: Callable[..., Rejections] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ScorePlugin:
+    """A score with its weight: static ones give raw per-node values (`raw(snap, spec)`, None: all zero)
+    normalised over the feasible nodes by `normalize`; pods-stage ones give normalised scores of the
+    feasible nodes (`run(view, PodContext, feasible)`); resource ones are computed on changed columns."""
+
+    name: str
+    weight: int
+    stage: str
+    raw: Callable[..., Int64Array | None] | None = None
+    normalize: Callable[[Int64Array], Int64Array] | None = None
+    run: Callable[..., Int64Array | None] | None = None
+
+
+# PreFilter results that narrow the nodes every filter looks at (reported before any filter's reason).
+PREFILTERS: tuple[tuple[str, Callable[[Snapshot, Any], Rejections]], ...] = (
+    (node_affinity.NAME, node_affinity.prefilter_nodes),
+)
+# The default profile's filters, in upstream's order (a node reports the first that rejects it). Volume and
+# DynamicResources plugins come between NodeResourcesFit and PodTopologySpread upstream.
+FILTERS: tuple[FilterPlugin, ...] = (
+    FilterPlugin(node_name.NAME, STATIC, node_name.filter_nodes),
+    FilterPlugin(node_unschedulable.NAME, STATIC, node_unschedulable.filter_nodes),
+    FilterPlugin(taint_toleration.NAME, STATIC, taint_toleration.filter_nodes),
+    FilterPlugin(node_affinity.NAME, STATIC, node_affinity.filter_nodes),
+    FilterPlugin(node_ports.NAME, PODS, node_ports.filter_nodes),
+    FilterPlugin(node_resources_fit.NAME, RESOURCES),
+    FilterPlugin(pod_topology_spread.NAME, PODS, pod_topology_spread.filter_nodes),
+    FilterPlugin(inter_pod_affinity.NAME, PODS, inter_pod_affinity.filter_nodes),
+)
+SCORES: tuple[ScorePlugin, ...] = (
+    ScorePlugin(
+        taint_toleration.NAME,
+        taint_toleration.WEIGHT,
+        STATIC,
+        taint_toleration.raw_scores,
+        taint_toleration.normalize,
+    ),
+    ScorePlugin(
+        node_affinity.NAME, node_affinity.WEIGHT, STATIC, node_affinity.raw_scores, node_affinity.normalize
+    ),
+    ScorePlugin(node_resources_fit.NAME, node_resources_fit.WEIGHT, RESOURCES),
+    ScorePlugin(
+        pod_topology_spread.NAME, pod_topology_spread.WEIGHT, PODS, run=pod_topology_spread.score_nodes
+    ),
+    ScorePlugin(inter_pod_affinity.NAME, inter_pod_affinity.WEIGHT, PODS, run=inter_pod_affinity.score_nodes),
+    ScorePlugin(balanced_allocation.NAME, balanced_allocation.WEIGHT, RESOURCES),
+    ScorePlugin(
+        image_locality.NAME,
+        image_locality.WEIGHT,
+        STATIC,
+        image_locality.raw_scores,
+        image_locality.normalize,
+    ),
+)
 
 
 @dataclass(slots=True)
@@ -54,21 +144,59 @@ class _Class:
     key: Hashable  # the pods' equivalence signature
     vec: PodVector
     static_ok: BoolArray
-    static_rejections: list[tuple[BoolArray, str]]
-    taint_counts: npt.NDArray[np.int64] | None
-    affinity_weights: npt.NDArray[np.int64] | None
-    masked: npt.NDArray[np.int64]  # resource + balance score where the pod fits, -1 where it does not
+    prefilter_rejections: Rejections
+    rejections_by_plugin: dict[str, Rejections]  # static filters' rejections
+    static_scores: list[tuple[ScorePlugin, Int64Array]]  # raw values of static scores that are not all zero
+    masked: Int64Array  # resource + balance score where the pod fits, -1 where it does not
     synced: int
+    spec: Any
+
+    @property
+    def static_rejections(self) -> Rejections:
+        """Every static rejection, PreFilter's first, then the filters' in table order."""
+        out = list(self.prefilter_rejections)
+        for rejections in self.rejections_by_plugin.values():
+            out += rejections
+        return out
+
+
+@dataclass(slots=True, eq=False)
+class _PodsLayer:
+    """Pods-stage verdicts for one class and one set of traits, valid for one state of the pod log."""
+
+    context: PodContext
+    rejections_by_plugin: dict[str, Rejections]
+    ok: BoolArray
+    synced: tuple[int, int] = (-1, -1)
 
 
 class Evaluator:
     """Finds nodes for pods on one Snapshot. Not thread-safe; reads the snapshot, never changes it."""
 
-    def __init__(self, snap: Snapshot, rng: np.random.Generator, scoring: ScoringStrategy = "LeastAllocated"):
+    def __init__(
+        self,
+        snap: Snapshot,
+        rng: np.random.Generator,
+        scoring: ScoringStrategy = "LeastAllocated",
+        *,
+        disabled: frozenset[str] = frozenset(),
+        namespace_labels: Callable[[str], Mapping[str, str]] = lambda _: {},
+    ):
         if scoring not in ("LeastAllocated", "MostAllocated"):
             raise ValueError(f"unknown scoring strategy {scoring!r}")
         self.snap = snap
         self.rng = rng
+        self.filters = tuple(f for f in FILTERS if f.name not in disabled)
+        self.prefilters = tuple(p for p in PREFILTERS if p[0] not in disabled)
+        self.scores = tuple(s for s in SCORES if s.name not in disabled)
+        weights = {s.name: s.weight for s in self.scores}
+        self._fit_enabled = any(f.name == node_resources_fit.NAME for f in self.filters)
+        self._fit_weight = weights.get(node_resources_fit.NAME, 0)
+        self._balance_weight = weights.get(balanced_allocation.NAME, 0)
+        self._pods_filters = tuple(f for f in self.filters if f.stage == PODS)
+        self._pods_scores = tuple(s for s in self.scores if s.stage == PODS)
+        self.view = PodsView(snap, namespace_labels)
+        self._layers: dict[tuple[Hashable, int], _PodsLayer] = {}
         self._resource_score = (
             node_resources_fit.least_allocated
             if scoring == "LeastAllocated"
@@ -85,56 +213,38 @@ class Evaluator:
         """Refresh fit and score on `cols`. A handful of columns (the usual case: the node the previous pod
         went to) is cheaper in scalar code than in numpy calls; both paths compute the same integers."""
         snap = self.snap
+        fit_on, fit_w, bal_w = self._fit_enabled, self._fit_weight, self._balance_weight
         if not isinstance(cols, set):
-            fit = c.static_ok[cols] & node_resources_fit.fits(snap, c.vec, cols)
-            score = self._resource_score(snap, c.vec, cols) * node_resources_fit.WEIGHT + (
-                balanced_allocation.score(snap, c.vec, cols) * balanced_allocation.WEIGHT
+            fit = (
+                c.static_ok[cols] & node_resources_fit.fits(snap, c.vec, cols)
+                if fit_on
+                else c.static_ok[cols]
+            )
+            score = self._resource_score(snap, c.vec, cols) * fit_w + (
+                balanced_allocation.score(snap, c.vec, cols) * bal_w
             )
             c.masked[cols] = np.where(fit, score, -1)
             return
         most = self._resource_score is node_resources_fit.most_allocated
         for col in cols:
-            if not (c.static_ok[col] and node_resources_fit.fits_one(snap, c.vec, col)):
+            if not (c.static_ok[col] and (not fit_on or node_resources_fit.fits_one(snap, c.vec, col))):
                 c.masked[col] = -1
                 continue
-            c.masked[col] = node_resources_fit.score_one(
-                snap, c.vec, col, most
-            ) * node_resources_fit.WEIGHT + (
-                balanced_allocation.score_one(snap, c.vec, col) * balanced_allocation.WEIGHT
+            c.masked[col] = node_resources_fit.score_one(snap, c.vec, col, most) * fit_w + (
+                balanced_allocation.score_one(snap, c.vec, col) * bal_w
             )
 
     def _class(self, pi: PodInfo) -> _Class:
         snap = self.snap
-        if len(snap.changed) > _MAX_CHANGE_LOG:
-            snap.changed.clear()
+        if len(snap.changed) > _MAX_CHANGE_LOG or len(snap.pod_log) > _MAX_CHANGE_LOG:
+            snap.clear_logs()
             for c in self._classes.values():
                 c.synced = -1
         cached = self._classes.get(pi.signature)
         if cached is not None:
             c = cached
         else:
-            spec = pi.pod.spec
-            tolerations = list(spec.tolerations or [])
-            rejections = (
-                node_affinity.prefilter_nodes(snap, spec)  # nodes PreFilter leaves out get only its reason
-                + node_unschedulable.filter_nodes(snap, tolerations)
-                + taint_toleration.filter_nodes(snap, tolerations)
-                + node_affinity.filter_nodes(snap, spec)
-            )
-            static_ok = np.ones(len(snap), dtype=bool)
-            for mask, _ in rejections:
-                static_ok &= ~mask
-            n = len(snap)
-            c = _Class(
-                key=pi.signature,
-                vec=snap.vector(pi.requests, pi.nonzero),
-                static_ok=static_ok,
-                static_rejections=rejections,
-                taint_counts=taint_toleration.prefer_no_schedule_counts(snap, tolerations),
-                affinity_weights=node_affinity.preferred_weights(snap, spec),
-                masked=np.full(n, -1, dtype=np.int64),
-                synced=-1,
-            )
+            c = self._new_class(pi)
             self._classes[pi.signature] = c
         if c.synced < 0:
             self._dynamic(c, slice(None))
@@ -146,6 +256,65 @@ class Evaluator:
                 self._dynamic(c, np.unique(np.asarray(pending, dtype=np.intp)))
         c.synced = len(snap.changed)
         return c
+
+    def _new_class(self, pi: PodInfo) -> _Class:
+        snap, spec = self.snap, pi.pod.spec
+        prefiltered: Rejections = []
+        for _, prefilter in self.prefilters:  # nodes PreFilter leaves out get only its reason
+            prefiltered += prefilter(snap, spec)
+        by_plugin = {
+            f.name: f.run(snap, spec) for f in self.filters if f.stage == STATIC and f.run is not None
+        }
+        static_ok = np.ones(len(snap), dtype=bool)
+        for mask, _ in prefiltered + [r for rs in by_plugin.values() for r in rs]:
+            static_ok &= ~mask
+        static_scores = []
+        for s in self.scores:
+            if s.stage == STATIC and s.raw is not None and (raw := s.raw(snap, spec)) is not None:
+                static_scores.append((s, raw))
+        return _Class(
+            key=pi.signature,
+            vec=snap.vector(pi.requests, pi.nonzero),
+            static_ok=static_ok,
+            prefilter_rejections=prefiltered,
+            rejections_by_plugin=by_plugin,
+            static_scores=static_scores,
+            masked=np.full(len(snap), -1, dtype=np.int64),
+            synced=-1,
+            spec=spec,
+        )
+
+    def _pods_layer(self, pi: PodInfo, c: _Class) -> _PodsLayer | None:
+        """The pod's pods-stage verdicts, current with the pod log; None when no pods-stage plugin has
+        anything to check for it (PreFilter and PreScore would all Skip)."""
+        traits = pi.traits
+        if not (self._pods_filters or self._pods_scores):
+            return None
+        if not (traits.host_ports or traits.spread or traits.carries_terms or self.snap.carriers):
+            return None
+        key = (c.key, traits.ident)
+        layer = self._layers.get(key)
+        if layer is None:
+            snap, spec = self.snap, c.spec
+            affinity_ok = np.ones(len(snap), dtype=bool)
+            for mask, _ in node_affinity.filter_nodes(snap, spec):
+                affinity_ok &= ~mask
+            taints_ok = np.ones(len(snap), dtype=bool)
+            for mask, _ in taint_toleration.filter_nodes(snap, spec):
+                taints_ok &= ~mask
+            context = PodContext(traits, spec, affinity_ok, taints_ok)
+            layer = self._layers[key] = _PodsLayer(context, {}, np.ones(len(snap), dtype=bool))
+        state = (self.snap.generation, len(self.snap.pod_log))
+        if layer.synced != state:
+            layer.rejections_by_plugin = {
+                f.name: f.run(self.view, layer.context) for f in self._pods_filters if f.run
+            }
+            layer.ok = np.ones(len(self.snap), dtype=bool)
+            for rejections in layer.rejections_by_plugin.values():
+                for mask, _ in rejections:
+                    layer.ok &= ~mask
+            layer.synced = state
+        return layer
 
     def domain_sums(
         self, name: Hashable, key: str, values_of: Callable[[npt.NDArray[np.intp]], npt.NDArray[np.int64]]
@@ -194,49 +363,69 @@ class Evaluator:
         Ties are broken by the generator among the tied nodes in node order, whether or not a candidate
         mask restricts them, so the same state and seed give the same node."""
         c = self._class(pi)
+        layer = self._pods_layer(pi, c)
         nominated = self._nominated_node(pi, c, candidates)
-        if nominated is not None:
+        if nominated is not None and (layer is None or layer.ok[nominated]):
             return nominated
         scope = None if candidates is None else self._scope(candidates)
         masked = c.masked if scope is None else c.masked[scope]
-        if c.taint_counts is None and c.affinity_weights is None:
+        if layer is None and not c.static_scores:
             top = masked.max() if masked.size else -1
             if top < 0:
-                return self._failure(c, candidates)
+                return self._failure(c, None, candidates)
             best = np.flatnonzero(masked == top)
             pick = int(best[0] if best.size == 1 else best[self.rng.integers(best.size)])
             return pick if scope is None else int(scope[pick])
-        idx = np.flatnonzero(masked >= 0)
+        feasible = masked >= 0
+        if layer is not None:
+            feasible &= layer.ok if scope is None else layer.ok[scope]
+        idx = np.flatnonzero(feasible)
         if idx.size == 0:
-            return self._failure(c, candidates)
+            return self._failure(c, layer, candidates)
         nodes = idx if scope is None else scope[idx]
         total = masked[idx].copy()
-        if c.taint_counts is not None:
-            counts = c.taint_counts[nodes]
-            top = counts.max()
-            total += taint_toleration.WEIGHT * (100 - counts * 100 // top if top > 0 else 100)
-        if c.affinity_weights is not None:
-            weights = c.affinity_weights[nodes]
-            top = weights.max()
-            if top > 0:
-                total += node_affinity.WEIGHT * (weights * 100 // top)
+        for plugin, raw in c.static_scores:
+            assert plugin.normalize is not None
+            total += plugin.weight * plugin.normalize(raw[nodes])
+        if layer is not None:
+            for plugin in self._pods_scores:
+                assert plugin.run is not None
+                scores = plugin.run(self.view, layer.context, nodes)
+                if scores is not None:
+                    total += plugin.weight * scores
         best = np.flatnonzero(total == total.max())
         return int(nodes[best[0] if best.size == 1 else best[self.rng.integers(best.size)]])
 
-    def _failure(self, c: _Class, candidates: BoolArray | None) -> FitFailure:
+    def _failure(self, c: _Class, layer: _PodsLayer | None, candidates: BoolArray | None) -> FitFailure:
+        """Per node, the reason of the first filter that rejects it, in table order (NodeResourcesFit
+        reports every resource short on a node)."""
         snap = self.snap
         considered = np.ones(len(snap), dtype=bool) if candidates is None else candidates.copy()
         failure = FitFailure(int(considered.sum()))
         remaining = considered.copy()
-        for mask, reason in c.static_rejections:
-            hit = remaining & mask
-            if hit.any():
-                failure.histogram[reason] += int(hit.sum())
-                remaining &= ~hit
-        free = snap.alloc - snap.used
-        for row, v in c.vec.rows:
-            short = remaining & (free[row] < v)
-            if short.any():
-                reason = "Too many pods" if row == 2 else f"Insufficient {snap.resources[row]}"
-                failure.histogram[reason] += int(short.sum())
+
+        def reject(rejections: Rejections) -> None:
+            nonlocal remaining
+            for mask, reason in rejections:
+                hit = remaining & mask
+                if hit.any():
+                    failure.histogram[reason] += int(hit.sum())
+                    remaining &= ~hit
+
+        reject(c.prefilter_rejections)
+        for f in self.filters:
+            if f.stage == STATIC:
+                reject(c.rejections_by_plugin.get(f.name, []))
+            elif f.stage == PODS:
+                reject(layer.rejections_by_plugin.get(f.name, []) if layer is not None else [])
+            else:
+                free = snap.alloc - snap.used
+                short_any = np.zeros(len(snap), dtype=bool)
+                for row, v in c.vec.rows:
+                    short = remaining & (free[row] < v)
+                    if short.any():
+                        reason = "Too many pods" if row == 2 else f"Insufficient {snap.resources[row]}"
+                        failure.histogram[reason] += int(short.sum())
+                        short_any |= short
+                remaining &= ~short_any
         return failure

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+from .labelselector import compile_selector
 from .podinfo import is_terminal
 
 __all__ = ["Budget", "budgets", "disruptions_allowed", "selector_matches", "split_by_violation"]
@@ -31,30 +32,8 @@ _PERCENT = re.compile(r"^(\d+)%$")
 def selector_matches(selector: Any, labels: Mapping[str, str]) -> bool:
     """A metav1.LabelSelector against pod labels. Nil or empty selects nothing, as the scheduler's
     PDB check treats it (policy/v1 itself lets an empty selector select the whole namespace)."""
-    if selector is None:
-        return False
-    match_labels = selector.matchLabels or {}
-    expressions = selector.matchExpressions or []
-    if not match_labels and not expressions:
-        return False
-    if any(labels.get(k) != v for k, v in match_labels.items()):
-        return False
-    for e in expressions:
-        present = e.key in labels
-        values = list(e.values or [])
-        if e.operator == "In":
-            ok = present and labels[e.key] in values
-        elif e.operator == "NotIn":
-            ok = not present or labels[e.key] not in values
-        elif e.operator == "Exists":
-            ok = present
-        elif e.operator == "DoesNotExist":
-            ok = not present
-        else:
-            ok = False  # an invalid operator makes the selector invalid: it matches nothing
-        if not ok:
-            return False
-    return True
+    compiled = compile_selector(selector)
+    return not compiled.empty and compiled.matches(labels)
 
 
 def _scaled(value: int | str, total: int) -> int | None:

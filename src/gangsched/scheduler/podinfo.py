@@ -8,6 +8,8 @@ from typing import Any
 
 import msgspec
 
+from .plugins.image_locality import pod_images
+from .podtraits import PodTraits, pod_traits
 from .resources import nonzero_requests, pod_requests
 
 __all__ = ["TERMINAL_PHASES", "PodInfo", "PodKey", "is_terminal", "pod_info"]
@@ -39,6 +41,7 @@ class PodInfo:
     group: tuple[str, str] | None
     scheduler_name: str
     preemption_policy: str
+    traits: PodTraits  # what other pods' filters and scores read from it (podtraits.py)
 
     @property
     def node_name(self) -> str | None:
@@ -51,7 +54,8 @@ class PodInfo:
 
 
 def _signature(spec: Any, requests: dict[str, int], nonzero: tuple[int, int]) -> Hashable:
-    """Everything the filters and scores read from a pod, as a hashable value."""
+    """Everything the static and resource filters and scores read from a pod, as a hashable value (what
+    the pods-stage plugins read is in its traits)."""
     affinity = spec.affinity.nodeAffinity if spec.affinity else None
     return (
         tuple(sorted(requests.items())),
@@ -59,6 +63,8 @@ def _signature(spec: Any, requests: dict[str, int], nonzero: tuple[int, int]) ->
         tuple(sorted((spec.nodeSelector or {}).items())),
         msgspec.json.encode(affinity) if affinity is not None else None,
         msgspec.json.encode(spec.tolerations) if spec.tolerations else None,
+        spec.nodeName or None,
+        tuple(pod_images(spec)[0]),  # ImageLocality
     )
 
 
@@ -105,4 +111,5 @@ def pod_info(pod: Any, order: int, use_groups: bool = True) -> PodInfo:
         group=group,
         scheduler_name=spec.schedulerName or "default-scheduler",
         preemption_policy=spec.preemptionPolicy or "PreemptLowerPriority",
+        traits=pod_traits(pod),
     )

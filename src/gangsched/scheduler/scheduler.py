@@ -33,7 +33,11 @@ from .tree import TreeNode, TreeResult, evaluate
 if TYPE_CHECKING:
     from ..store.store import Store
 
-__all__ = ["Profile", "Scheduler", "run_until_stable"]
+__all__ = ["SCHEDULING_GATES_MESSAGE", "Profile", "Scheduler", "run_until_stable"]
+
+# pkg/registry/core/pod/strategy.go applySchedulingGatedCondition (kube-scheduler's own PreEnqueue status,
+# "waiting for scheduling gates: [...]", is not written to the pod).
+SCHEDULING_GATES_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +47,7 @@ class Profile:
     scheduler_names: frozenset[str] | None = None
     scoring: str = "LeastAllocated"
     placement_limit: bool = False  # upstream's adaptive limit on topology placements scored; off: score all
+    disabled_plugins: frozenset[str] = frozenset()  # filter / score plugins switched off, by upstream name
 
 
 def _min_count(pg: Any) -> tuple[bool, int]:
@@ -98,7 +103,7 @@ class Scheduler:
     def _on_change(self, change: Change) -> None:
         if change.kind in ("PodGroup", "CompositePodGroup"):
             self._queue_entries.clear()
-        if change.kind == "Node":
+        if change.kind in ("Node", "Namespace"):  # namespace labels feed namespaceSelectors
             self._snap = self._ev = None
             self.queue.move_all_to_active()
         elif change.kind == "Pod":
@@ -139,7 +144,7 @@ class Scheduler:
             if bound and not terminal and key not in self._snap.placed:
                 node = self._snap.index.get(pod.spec.nodeName)
                 if node is not None:
-                    self._snap.place(key, node, self._evaluator().vector(pi))
+                    self._snap.place(key, node, self._evaluator().vector(pi), pi.traits)
             elif terminal:
                 self._snap.remove(key)
         if not bound and not terminal and self._ours(pi):
@@ -187,7 +192,10 @@ class Scheduler:
         return not gang or len(self._members.get(group, ())) >= min_count
 
     def _gate_message(self, pi: PodInfo) -> str | None:
-        """PreEnqueue: why the pod may not enter the queue yet (upstream's messages), or None."""
+        """PreEnqueue: why the pod may not enter the queue yet (upstream's messages), or None. SchedulingGates
+        runs first; for it the condition carries what kube-apiserver writes on a gated pod's creation."""
+        if pi.pod.spec.schedulingGates:
+            return SCHEDULING_GATES_MESSAGE
         if pi.group is None:
             return None
         pg = self.store.get("PodGroup", pi.group)
@@ -264,14 +272,28 @@ class Scheduler:
         if self._ev is None:
             snap = Snapshot(self.store.list("Node"))
             self._snap = snap
-            self._ev = Evaluator(snap, self.rng, self.profile.scoring)
+            self._ev = Evaluator(
+                snap,
+                self.rng,
+                self.profile.scoring,
+                disabled=self.profile.disabled_plugins,
+                namespace_labels=self._namespace_labels,
+            )
             for key, pi in self._pods.items():
                 pod = pi.pod
                 if pod.spec.nodeName and not is_terminal(pod):
                     node = snap.index.get(pod.spec.nodeName)
                     if node is not None:
-                        snap.place(key, node, self._ev.vector(pi))
+                        snap.place(key, node, self._ev.vector(pi), pi.traits)
         return self._ev
+
+    def _namespace_labels(self, namespace: str) -> dict[str, str]:
+        """A Namespace's labels, with the `kubernetes.io/metadata.name` label kube-apiserver sets on every
+        namespace (a namespace not in the input exists all the same: its pods are there)."""
+        ns = self.store.get("Namespace", ("", namespace))
+        labels = dict((ns.metadata.labels or {}) if ns is not None and ns.metadata is not None else {})
+        labels["kubernetes.io/metadata.name"] = namespace
+        return labels
 
     def schedule_one(self, now: float = 0.0) -> Decision | None:
         """Run the next cycle. Returns what changed (including gating notices), or None when idle."""

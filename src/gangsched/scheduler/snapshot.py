@@ -5,7 +5,10 @@ nvidia.com/gpu, added as they are first seen), columns are nodes, values integer
 1000). Node labels are integer codes per key (-1: label absent), taints are grouped into distinct taint sets
 so that a pod's tolerations are checked once per set, not once per node.
 
-Every change to a node's usage is appended to `changed`, so per-pod caches can refresh just those columns.
+Every change to a node's usage is appended to `changed`, so per-pod caches can refresh just those columns;
+every pod placed or removed is appended to `pod_log` with its traits, so per-node counters of pods (ports,
+label selectors, affinity terms: `podcounts.py`) can follow the same way. Both logs are cleared together
+(`clear_logs`), which bumps `generation` so that every follower starts over.
 `place` returns its undo, as upstream's AssumeAndReserveInSnapshot returns a revert function.
 """
 
@@ -20,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..api.quantity import QuantityError, milli
+from .podtraits import PodTraits
 
 __all__ = ["BASE_RESOURCES", "PodVector", "Snapshot", "Taint"]
 
@@ -89,7 +93,13 @@ class Snapshot:
         )
         self._init_labels(nodes)
         self._init_taints(nodes)
+        self._init_images(nodes)
         self.changed: list[int] = []
+        self.pod_log: list[tuple[PodTraits, int, int]] = []  # (traits, node, +1 placed / -1 removed)
+        self.generation = 0
+        # The traits of every pod ever placed here (kept after removal, so that undos can put them back).
+        self.traits: dict[tuple[str, str], PodTraits] = {}
+        self.carriers = 0  # placed pods whose own affinity terms other pods' cycles must read
         # pod key -> (node index, vector) for every pod counted in `used` (bound, assumed or reserved).
         self.placed: dict[tuple[str, str], tuple[int, PodVector]] = {}
 
@@ -174,9 +184,41 @@ class Snapshot:
         self.taint_sets: list[tuple[Taint, ...]] = list(sets)
         self.taint_set_of: npt.NDArray[np.int32] = np.array(ids, dtype=np.int32)
 
+    def _init_images(self, nodes: list[Any]) -> None:
+        """Image name -> (nodes holding it, its size as the first of them reports it), as upstream's cache
+        keeps ImageStateSummary per name from node.status.images."""
+        held: dict[str, tuple[list[int], int]] = {}
+        for j, node in enumerate(nodes):
+            for image in (node.status.images or []) if node.status else []:
+                for name in image.names or []:
+                    entry = held.setdefault(name, ([], int(image.sizeBytes or 0)))
+                    if not entry[0] or entry[0][-1] != j:
+                        entry[0].append(j)
+        self.images: dict[str, tuple[npt.NDArray[np.intp], int]] = {
+            name: (np.array(idx, dtype=np.intp), size) for name, (idx, size) in held.items()
+        }
+
     # --- usage ---------------------------------------------------------------------------------------------
-    def place(self, key: tuple[str, str], node: int, vec: PodVector) -> Callable[[], None]:
-        """Count `key` on `node`; returns the undo."""
+    def clear_logs(self) -> None:
+        """Drop both change logs; every follower sees the new generation and rebuilds."""
+        self.changed.clear()
+        self.pod_log.clear()
+        self.generation += 1
+
+    def _log_pod(self, key: tuple[str, str], node: int, sign: int) -> None:
+        traits = self.traits.get(key)
+        if traits is not None:
+            self.pod_log.append((traits, node, sign))
+            if traits.carries_terms:
+                self.carriers += sign
+
+    def place(
+        self, key: tuple[str, str], node: int, vec: PodVector, traits: PodTraits | None = None
+    ) -> Callable[[], None]:
+        """Count `key` on `node` (with its `traits`, or those it was placed with before); returns the undo."""
+        if traits is not None:
+            self.traits[key] = traits
+        self._log_pod(key, node, 1)
         for row, v in vec.rows:
             self.used[row, node] += v
         self.nonzero_used[0, node] += vec.nonzero_cpu
@@ -195,6 +237,7 @@ class Snapshot:
         if entry is None:
             return lambda: None
         node, vec = entry
+        self._log_pod(key, node, -1)
         for row, v in vec.rows:
             self.used[row, node] -= v
         self.nonzero_used[0, node] -= vec.nonzero_cpu
@@ -213,10 +256,14 @@ class Snapshot:
         arithmetic is done per distinct vector with one bincount over nodes rather than per pod.
         """
         entries = {key: entry for key in keys if (entry := self.placed.pop(key, None)) is not None}
+        for key, (node, _) in entries.items():
+            self._log_pod(key, node, -1)
         self._shift(entries, -1)
 
         def undo() -> None:
             self.placed.update(entries)
+            for key, (node, _) in entries.items():
+                self._log_pod(key, node, 1)
             self._shift(entries, 1)
 
         return undo

@@ -1,15 +1,37 @@
 """kube-scheduler's default filter and score plugins, vectorised over a Snapshot's nodes.
 
-Static filters return `Rejections`: (mask of rejected nodes, reason) pairs; the evaluator keeps, for each
-node, the reason of the first plugin that rejected it, in upstream's plugin order.
+Filters return `Rejections`: (mask of rejected nodes, reason) pairs; the evaluator keeps, for each node, the
+reason of the first plugin that rejected it, in upstream's plugin order (`evaluator.FILTERS`). A plugin is
+one module; the evaluator's FILTERS and SCORES tables say when it runs:
+- static: it reads only the pod's spec and the nodes, so it runs once per equivalence class;
+- resources: it reads the nodes' usage, refreshed on the nodes the snapshot's change log names;
+- pods: it reads other pods (ports, labels, affinity terms), through `PodsView` counters that follow the
+  snapshot's pod log; it runs per pod, given a `PodContext`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
+from ..podtraits import PodTraits
+
 BoolArray = npt.NDArray[np.bool_]
+Int64Array = npt.NDArray[np.int64]
 Rejections = list[tuple[BoolArray, str]]
 
-__all__ = ["BoolArray", "Rejections"]
+__all__ = ["BoolArray", "Int64Array", "PodContext", "Rejections"]
+
+
+@dataclass(slots=True)
+class PodContext:
+    """One pod as the pods-stage plugins see it: its traits and spec, and two static per-node verdicts of
+    its class that PodTopologySpread's node inclusion policies reuse."""
+
+    traits: PodTraits
+    spec: Any
+    node_affinity_ok: BoolArray  # nodeSelector and required node affinity match
+    taints_ok: BoolArray  # no untolerated NoSchedule / NoExecute taint

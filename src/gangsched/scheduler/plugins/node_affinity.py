@@ -87,7 +87,7 @@ def filter_nodes(snap: Snapshot, spec: Any) -> Rejections:
     return [] if ok.all() else [(~ok, REASON)]
 
 
-def preferred_weights(snap: Snapshot, spec: Any) -> npt.NDArray[np.int64] | None:
+def raw_scores(snap: Snapshot, spec: Any) -> npt.NDArray[np.int64] | None:
     """Per node, the summed weight of matching preferred terms; None when the pod has none."""
     na = spec.affinity.nodeAffinity if spec.affinity else None
     terms = (na.preferredDuringSchedulingIgnoredDuringExecution or []) if na else []
@@ -98,3 +98,9 @@ def preferred_weights(snap: Snapshot, spec: Any) -> npt.NDArray[np.int64] | None
         if t.weight:
             total += np.where(term_matches(snap, t.preference), t.weight, 0)
     return total
+
+
+def normalize(weights: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """DefaultNormalizeScore: the highest summed weight among the feasible nodes scores 100."""
+    top = weights.max() if weights.size else 0
+    return weights * 100 // top if top > 0 else np.zeros(weights.shape, dtype=np.int64)

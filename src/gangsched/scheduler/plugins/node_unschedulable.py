@@ -12,7 +12,7 @@ NAME = "NodeUnschedulable"
 REASON = "node(s) were unschedulable"
 
 
-def filter_nodes(snap: Snapshot, tolerations: list[Any]) -> Rejections:
-    if not snap.unschedulable.any() or tolerates(tolerations, UNSCHEDULABLE_TAINT):
+def filter_nodes(snap: Snapshot, spec: Any) -> Rejections:
+    if not snap.unschedulable.any() or tolerates(list(spec.tolerations or []), UNSCHEDULABLE_TAINT):
         return []
     return [(snap.unschedulable.copy(), REASON)]

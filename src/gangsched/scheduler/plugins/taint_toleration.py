@@ -28,8 +28,9 @@ def tolerates(tolerations: list[Any], taint: Taint) -> bool:
     return False
 
 
-def filter_nodes(snap: Snapshot, tolerations: list[Any]) -> Rejections:
+def filter_nodes(snap: Snapshot, spec: Any) -> Rejections:
     """One rejection per distinct first untolerated taint, as upstream reports the first one it finds."""
+    tolerations = list(spec.tolerations or [])
     by_reason: dict[str, list[int]] = {}
     for set_id, taints in enumerate(snap.taint_sets):
         for taint in taints:
@@ -40,8 +41,9 @@ def filter_nodes(snap: Snapshot, tolerations: list[Any]) -> Rejections:
     return [(np.isin(snap.taint_set_of, ids), reason) for reason, ids in by_reason.items()]
 
 
-def prefer_no_schedule_counts(snap: Snapshot, tolerations: list[Any]) -> npt.NDArray[np.int64] | None:
+def raw_scores(snap: Snapshot, spec: Any) -> npt.NDArray[np.int64] | None:
     """Per node, how many PreferNoSchedule taints the pod does not tolerate; None when all are zero."""
+    tolerations = list(spec.tolerations or [])
     per_set = [
         sum(1 for t in taints if t.effect == "PreferNoSchedule" and not tolerates(tolerations, t))
         for taints in snap.taint_sets
@@ -49,3 +51,9 @@ def prefer_no_schedule_counts(snap: Snapshot, tolerations: list[Any]) -> npt.NDA
     if not any(per_set):
         return None
     return np.array(per_set, dtype=np.int64)[snap.taint_set_of]
+
+
+def normalize(counts: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """DefaultNormalizeScore reversed: the fewest untolerated PreferNoSchedule taints score 100."""
+    top = counts.max() if counts.size else 0
+    return 100 - counts * 100 // top if top > 0 else np.full(counts.shape, 100, dtype=np.int64)
