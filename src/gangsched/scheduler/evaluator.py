@@ -384,17 +384,42 @@ class Evaluator:
             return self._failure(c, layer, candidates)
         nodes = idx if scope is None else scope[idx]
         total = masked[idx].copy()
+        for plugin, scores in self._plugin_scores(c, layer, nodes):
+            total += plugin.weight * scores
+        best = np.flatnonzero(total == total.max())
+        return int(nodes[best[0] if best.size == 1 else best[self.rng.integers(best.size)]])
+
+    def _plugin_scores(
+        self, c: _Class, layer: _PodsLayer | None, nodes: npt.NDArray[np.intp]
+    ) -> list[tuple[ScorePlugin, Int64Array]]:
+        """Normalised (0..100) scores of the static and pods-stage score plugins on the feasible `nodes`;
+        plugins that would score every node 0 (PreScore Skip) are left out."""
+        out = []
         for plugin, raw in c.static_scores:
             assert plugin.normalize is not None
-            total += plugin.weight * plugin.normalize(raw[nodes])
+            out.append((plugin, plugin.normalize(raw[nodes])))
         if layer is not None:
             for plugin in self._pods_scores:
                 assert plugin.run is not None
                 scores = plugin.run(self.view, layer.context, nodes)
                 if scores is not None:
-                    total += plugin.weight * scores
-        best = np.flatnonzero(total == total.max())
-        return int(nodes[best[0] if best.size == 1 else best[self.rng.integers(best.size)]])
+                    out.append((plugin, scores))
+        return out
+
+    def node_scores(self, pi: PodInfo) -> dict[str, dict[str, int]]:
+        """Per static and pods-stage score plugin, each feasible node's normalised score (before weights):
+        what upstream's per-plugin NormalizeScore results are, for tests and explanations."""
+        c = self._class(pi)
+        layer = self._pods_layer(pi, c)
+        feasible = c.masked >= 0
+        if layer is not None:
+            feasible &= layer.ok
+        nodes = np.flatnonzero(feasible)
+        names = self.snap.node_names
+        return {
+            plugin.name: {names[n]: int(v) for n, v in zip(nodes, values, strict=True)}
+            for plugin, values in self._plugin_scores(c, layer, nodes)
+        }
 
     def _failure(self, c: _Class, layer: _PodsLayer | None, candidates: BoolArray | None) -> FitFailure:
         """Per node, the reason of the first filter that rejects it, in table order (NodeResourcesFit
