@@ -96,6 +96,11 @@ def _pod_defaults(pod: core_v1.Pod, resolver: PriorityResolver) -> list[FieldErr
         return []
     if not spec.schedulerName:
         spec.schedulerName = DEFAULT_SCHEDULER
+    if spec.hostNetwork:  # pkg/apis/core/v1/defaults.go defaultHostNetworkPorts: NodePorts then sees them
+        for container in [*(spec.containers or []), *(spec.initContainers or [])]:
+            for port in container.ports or []:
+                if not port.hostPort:
+                    port.hostPort = port.containerPort
     if spec.priority is None:
         resolved = resolver.resolve(spec.priorityClassName)
         if resolved is None:

@@ -36,6 +36,7 @@ from .plugins import (
     node_unschedulable,
     pod_topology_spread,
     taint_toleration,
+    unsupported,
 )
 from .podcounts import PodsView
 from .podinfo import PodInfo
@@ -81,6 +82,11 @@ class ScorePlugin:
     run: Callable[..., Int64Array | None] | None = None
 
 
+# PreFilters that reject the pod outright (upstream: PreFilter returns Unschedulable, rendered
+# `0/N nodes are available: MESSAGE.`); they read only the pod.
+PREFILTER_REFUSALS: tuple[tuple[str, Callable[[Any], str | None]], ...] = (
+    (unsupported.NAME, unsupported.refusal),
+)
 # PreFilter results that narrow the nodes every filter looks at (reported before any filter's reason).
 PREFILTERS: tuple[tuple[str, Callable[[Snapshot, Any], Rejections]], ...] = (
     (node_affinity.NAME, node_affinity.prefilter_nodes),
@@ -130,10 +136,13 @@ class FitFailure:
 
     nodes: int
     histogram: Counter[str] = field(default_factory=Counter)
+    prefilter_message: str | None = None  # a PreFilter rejected the pod itself
 
     def message(self) -> str:
         if self.nodes == 0:
             return "no nodes available to schedule pods"
+        if self.prefilter_message is not None:
+            return f"0/{self.nodes} nodes are available: {self.prefilter_message}."
         parts = sorted(f"{count} {reason}" for reason, count in self.histogram.items())
         tail = f" {', '.join(parts)}." if parts else ""
         return f"0/{self.nodes} nodes are available:{tail}"
@@ -150,6 +159,7 @@ class _Class:
     masked: Int64Array  # resource + balance score where the pod fits, -1 where it does not
     synced: int
     spec: Any
+    refusal: str | None = None  # a PreFilter's rejection of the pod itself: no node is feasible
 
     @property
     def static_rejections(self) -> Rejections:
@@ -186,6 +196,7 @@ class Evaluator:
             raise ValueError(f"unknown scoring strategy {scoring!r}")
         self.snap = snap
         self.rng = rng
+        self._disabled = disabled
         self.filters = tuple(f for f in FILTERS if f.name not in disabled)
         self.prefilters = tuple(p for p in PREFILTERS if p[0] not in disabled)
         self.scores = tuple(s for s in SCORES if s.name not in disabled)
@@ -259,13 +270,17 @@ class Evaluator:
 
     def _new_class(self, pi: PodInfo) -> _Class:
         snap, spec = self.snap, pi.pod.spec
+        refusal = next(
+            (m for name, check in PREFILTER_REFUSALS if name not in self._disabled and (m := check(spec))),
+            None,
+        )
         prefiltered: Rejections = []
         for _, prefilter in self.prefilters:  # nodes PreFilter leaves out get only its reason
             prefiltered += prefilter(snap, spec)
         by_plugin = {
             f.name: f.run(snap, spec) for f in self.filters if f.stage == STATIC and f.run is not None
         }
-        static_ok = np.ones(len(snap), dtype=bool)
+        static_ok = np.full(len(snap), refusal is None, dtype=bool)
         for mask, _ in prefiltered + [r for rs in by_plugin.values() for r in rs]:
             static_ok &= ~mask
         static_scores = []
@@ -282,6 +297,7 @@ class Evaluator:
             masked=np.full(len(snap), -1, dtype=np.int64),
             synced=-1,
             spec=spec,
+            refusal=refusal,
         )
 
     def _pods_layer(self, pi: PodInfo, c: _Class) -> _PodsLayer | None:
@@ -426,7 +442,9 @@ class Evaluator:
         reports every resource short on a node)."""
         snap = self.snap
         considered = np.ones(len(snap), dtype=bool) if candidates is None else candidates.copy()
-        failure = FitFailure(int(considered.sum()))
+        failure = FitFailure(int(considered.sum()), prefilter_message=c.refusal)
+        if c.refusal is not None:
+            return failure
         remaining = considered.copy()
 
         def reject(rejections: Rejections) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import msgspec
 
 from .plugins.image_locality import pod_images
+from .plugins.unsupported import refusal
 from .podtraits import PodTraits, pod_traits
 from .resources import nonzero_requests, pod_requests
 
@@ -65,6 +66,7 @@ def _signature(spec: Any, requests: dict[str, int], nonzero: tuple[int, int]) ->
         msgspec.json.encode(spec.tolerations) if spec.tolerations else None,
         spec.nodeName or None,
         tuple(pod_images(spec)[0]),  # ImageLocality
+        refusal(spec),  # fields not evaluated yet: the pod is refused
     )
 
 

@@ -1,0 +1,36 @@
+"""Fields kube-scheduler's default profile reads that gangsched does not evaluate yet: a pod that uses one is
+refused, never placed as if the field were absent (issue 10: "nothing silently ignored").
+
+The refusal acts as a PreFilter rejecting the pod, so it waits with upstream's PreFilter rendering,
+`0/N nodes are available: spec.volumes[0].persistentVolumeClaim is not supported by gangsched yet.` Volume
+plugins (VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits) read these volume sources and
+DynamicResources reads resourceClaims; each entry goes when its plugin lands.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+NAME = "Unsupported"
+# Volume sources the volume plugins read (persistent claims, generic ephemeral claims, inline CSI volumes
+# and the in-tree disks VolumeRestrictions compares).
+VOLUME_SOURCES = (
+    "persistentVolumeClaim",
+    "ephemeral",
+    "csi",
+    "gcePersistentDisk",
+    "awsElasticBlockStore",
+    "iscsi",
+    "rbd",
+)
+
+
+def refusal(spec: Any) -> str | None:
+    """The message naming the first unsupported field the pod uses, or None."""
+    for i, volume in enumerate(spec.volumes or []):
+        for source in VOLUME_SOURCES:
+            if getattr(volume, source, None) is not None:
+                return f"spec.volumes[{i}].{source} is not supported by gangsched yet"
+    if spec.resourceClaims:
+        return "spec.resourceClaims is not supported by gangsched yet"
+    return None
