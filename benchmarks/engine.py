@@ -4,7 +4,8 @@
 
 Each shape runs in fresh subprocesses (so peak RSS is its own), --repeat times; the median run is shown.
 Nodes are created and the scheduler synced before the clock starts, as scheduler_perf does; the clock runs
-from the first pod added to the store to the last pod bound. Figures: pods bound per second, peak RSS, and
+from the first pod added to the store to the last pod bound. Figures: pods bound per second, CPU seconds of
+the measured phase (less sensitive to a busy machine than wall time), peak RSS, and
 in the same command a baseline: the same workload scheduled pod by pod (GenericWorkload=false), or for the
 topology shapes upstream's adaptive placement limit. Upstream kube-scheduler v1.37 reaches ~560-980 pods/s
 on such shapes with an API server (spec §7); its figures are printed for reference, not compared.
@@ -79,6 +80,67 @@ def pod(name: str, group: str | None) -> Any:
 
 
 RACK = "topology.kubernetes.io/rack"
+ZONE = "topology.kubernetes.io/zone"
+
+
+def plugin_pod(name: str, namespace: str, template: str) -> Any:
+    """scheduler_perf's templates pod-with-pod-anti-affinity.yaml, pod-with-pod-affinity.yaml,
+    pod-with-topology-spreading.yaml and pod-default.yaml (test/integration/scheduler_perf/templates)."""
+    requests = {"cpu": "100m", "memory": "500Mi"}
+    spec: dict[str, Any] = {
+        "containers": [
+            {
+                "name": "pause",
+                "image": "registry.k8s.io/pause:3.10.2",
+                "ports": [{"containerPort": 80}],
+                "resources": {"requests": requests, "limits": requests},
+            }
+        ]
+    }
+    labels: dict[str, str] = {}
+    if template in ("anti-affinity", "affinity"):
+        color, key = ("green", "kubernetes.io/hostname") if template == "anti-affinity" else ("blue", ZONE)
+        labels = {"color": color}
+        term = {
+            "labelSelector": {"matchLabels": labels},
+            "topologyKey": key,
+            "namespaces": ["sched-1", "sched-0"],
+        }
+        kind = "podAntiAffinity" if template == "anti-affinity" else "podAffinity"
+        spec["affinity"] = {kind: {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    elif template == "spreading":
+        labels = {"color": "blue"}
+        spec["topologySpreadConstraints"] = [
+            {
+                "maxSkew": 5,
+                "topologyKey": ZONE,
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": labels},
+            }
+        ]
+    return core_v1.Pod.from_dict(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels},
+            "spec": spec,
+        }
+    )
+
+
+def plugin_shape(
+    zones: list[str] | None, init: tuple[int, str, str], measured: tuple[int, str, str]
+) -> tuple[list[Any], list[Any], list[Any]]:
+    """scheduler_perf's affinity and topology_spreading workloads: 5,000 nodes (labelled round-robin with
+    `zones` when given), `init` pods scheduled before the clock starts, `measured` pods timed."""
+    cluster = nodes(5000, (lambda i: {ZONE: zones[i % len(zones)]}) if zones else None)
+    before = [plugin_pod(f"init-{i}", init[1], init[2]) for i in range(init[0])]
+    timed = [plugin_pod(f"pod-{i}", measured[1], measured[2]) for i in range(measured[0])]
+    return cluster, before, timed
+
+
+# Upstream's scheduler_perf thresholds (pods/s) for the plugin shapes: the baseline they are compared with.
+THRESHOLDS = {"anti-affinity-2000": 180, "affinity-5000": 70, "spreading-5000": 460}
 
 
 def rack_labels(i: int) -> dict[str, str]:
@@ -88,7 +150,8 @@ def rack_labels(i: int) -> dict[str, str]:
     }
 
 
-SHAPES: dict[str, Callable[[], tuple[list[Any], list[Any]]]] = {
+Shape = Callable[[], tuple[list[Any], list[Any]] | tuple[list[Any], list[Any], list[Any]]]
+SHAPES: dict[str, Shape] = {
     "gangs-1000x3": lambda: (nodes(5000), gang_workload(1000, 3)),
     "gangs-3000x3": lambda: (nodes(5000), gang_workload(3000, 3)),
     "gangs-3x1000": lambda: (nodes(5000), gang_workload(3, 1000)),
@@ -97,12 +160,27 @@ SHAPES: dict[str, Callable[[], tuple[list[Any], list[Any]]]] = {
     "tas-750x4": lambda: (nodes(5000, rack_labels), gang_workload(750, 4, RACK)),
     "tas-2250x4": lambda: (nodes(5000, rack_labels), gang_workload(2250, 4, RACK)),
     "tas-9x1000": lambda: (nodes(5000, rack_labels), gang_workload(9, 1000, RACK)),
+    # affinity/performance-config.yaml SchedulingPodAntiAffinity 5000Nodes_2000Pods
+    "anti-affinity-2000": lambda: plugin_shape(
+        None, (1000, "sched-0", "anti-affinity"), (2000, "sched-1", "anti-affinity")
+    ),
+    # affinity/performance-config.yaml SchedulingPodAffinity 5000Nodes_5000Pods (every node in zone1)
+    "affinity-5000": lambda: plugin_shape(
+        ["zone1"], (5000, "sched-0", "affinity"), (5000, "sched-1", "affinity")
+    ),
+    # topology_spreading/performance-config.yaml TopologySpreading 5000Nodes_5000Pods
+    "spreading-5000": lambda: plugin_shape(
+        ["moon-1", "moon-2", "moon-3"], (5000, "default", "default"), (5000, "default", "spreading")
+    ),
 }
-QUICK = {
+QUICK: dict[str, Shape] = {
     "gangs-1000x3": lambda: (nodes(500), gang_workload(100, 3)),
     "gangs-3x1000": lambda: (nodes(500), gang_workload(3, 100)),
     "single-5000": lambda: (nodes(500), [pod(f"p-{i}", None) for i in range(500)]),
     "tas-750x4": lambda: (nodes(500, rack_labels), gang_workload(75, 4, RACK)),
+    "anti-affinity-2000": lambda: plugin_shape(
+        None, (100, "sched-0", "anti-affinity"), (200, "sched-1", "anti-affinity")
+    ),
 }
 
 
@@ -111,22 +189,34 @@ def run_shape(name: str, quick: bool, variant: str, extra: dict[str, Any], out: 
 
     As scheduler_perf does, nodes exist before the measured phase; the clock runs from the first pod
     created to the last pod bound."""
-    cluster, workload = (QUICK if quick else SHAPES | extra)[name]()
-    apply_defaults(cluster + workload)
+    built = (QUICK if quick else SHAPES | extra)[name]()
+    cluster, workload = built[0], built[-1]
+    before = built[1] if len(built) == 3 else []
+    apply_defaults(cluster + before + workload)
     gates = FeatureGates.parse("GenericWorkload=false" if variant == "pod-by-pod" else "")
     store = Store()
     store.add_all(cluster)
     scheduler = Scheduler(store, gates, seed=0, profile=Profile(placement_limit=variant == "placement-limit"))
     scheduler.sync()
+    if before:  # scheduler_perf's initPods: scheduled before the measured phase
+        store.add_all(before)
+        run_until_stable(store, scheduler)
     gc.freeze()  # as gangsched schedule does once its objects are loaded
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     store.add_all(workload)
     run_until_stable(store, scheduler)
     seconds = time.perf_counter() - start
-    bound = sum(1 for p in store.list("Pod") if p.spec.nodeName)
+    cpu_seconds = time.process_time() - cpu_start
+    bound = sum(1 for p in store.list("Pod") if p.spec.nodeName) - sum(1 for p in before if p.spec.nodeName)
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     out.send(
-        {"bound": bound, "pods": sum(1 for _ in store.list("Pod")), "seconds": seconds, "peak_mib": peak_mib}
+        {
+            "bound": bound,
+            "pods": len(workload),
+            "seconds": seconds,
+            "cpu_seconds": cpu_seconds,
+            "peak_mib": peak_mib,
+        }
     )
 
 
@@ -165,23 +255,29 @@ def main(argv: list[str] | None = None, extra: dict[str, Any] | None = None) -> 
     names = args.shape or list(table)
     print(
         "baseline, in the same command: pod-by-pod (GenericWorkload=false) for plain shapes; for tas-* "
-        "shapes upstream's adaptive placement limit (the main figure scores ALL placements)"
+        "shapes upstream's adaptive placement limit (the main figure scores ALL placements); for the "
+        "affinity and spreading shapes upstream's scheduler_perf threshold"
     )
     print(
-        f"{'shape':<13} {'pods':>6} {'bound':>6} {'seconds':>8} {'pods/s':>9} {'peak MiB':>9} "
-        f"{'baseline':>16} {'base pods/s':>12} {'ratio':>6}"
+        f"{'shape':<18} {'pods':>6} {'bound':>6} {'seconds':>8} {'cpu s':>6} {'pods/s':>9} {'peak MiB':>9} "
+        f"{'baseline':>18} {'base pods/s':>12} {'ratio':>6}"
     )
     for name in names:
         variant = "placement-limit" if name.startswith("tas-") else "pod-by-pod"
         main_run = median_run(name, args.quick, "gang", extra, args.repeat)
-        base = median_run(name, args.quick, variant, extra, args.repeat)
         rate = main_run["bound"] / main_run["seconds"] if main_run["seconds"] else float("inf")
-        base_rate = base["bound"] / base["seconds"] if base["seconds"] else float("inf")
+        if name in THRESHOLDS:  # lone pods: pod by pod is the same run; compare with upstream's threshold
+            variant, base = "upstream threshold", {"threshold": THRESHOLDS[name]}
+            base_rate = float(THRESHOLDS[name])
+        else:
+            base = median_run(name, args.quick, variant, extra, args.repeat)
+            base_rate = base["bound"] / base["seconds"] if base["seconds"] else float("inf")
         if args.json:
             print(json.dumps({"shape": name, "gang": main_run, variant: base}))
         print(
-            f"{name:<13} {main_run['pods']:>6} {main_run['bound']:>6} {main_run['seconds']:>8.2f} "
-            f"{rate:>9.0f} {main_run['peak_mib']:>9.0f} {variant:>16} {base_rate:>12.0f} "
+            f"{name:<18} {main_run['pods']:>6} {main_run['bound']:>6} {main_run['seconds']:>8.2f} "
+            f"{main_run['cpu_seconds']:>6.2f} "
+            f"{rate:>9.0f} {main_run['peak_mib']:>9.0f} {variant:>18} {base_rate:>12.0f} "
             f"{rate / base_rate:>6.2f}"
         )
         sys.stdout.flush()

@@ -318,7 +318,7 @@ class Evaluator:
             taints_ok = np.ones(len(snap), dtype=bool)
             for mask, _ in taint_toleration.filter_nodes(snap, spec):
                 taints_ok &= ~mask
-            context = PodContext(traits, spec, affinity_ok, taints_ok)
+            context = PodContext(key, traits, spec, affinity_ok, taints_ok)
             layer = self._layers[key] = _PodsLayer(context, {}, np.ones(len(snap), dtype=bool))
         state = (self.snap.generation, len(self.snap.pod_log))
         if layer.synced != state:

@@ -19,12 +19,12 @@ import numpy.typing as npt
 from .podtraits import AffinityTerm, PodTraits
 from .snapshot import Snapshot
 
-__all__ = ["ExistingTerms", "PodCounts", "PodsView", "TermKind"]
+__all__ = ["DomainCounts", "ExistingTerms", "PodCounts", "PodsView", "TermKey", "TermKind", "carried_terms"]
 
 Int64Array = npt.NDArray[np.int64]
-TermKind = (
-    str  # "required-affinity", "required-anti-affinity", "preferred-affinity", "preferred-anti-affinity"
-)
+BoolArray = npt.NDArray[np.bool_]
+# "required-affinity", "required-anti-affinity", "preferred-affinity" or "preferred-anti-affinity"
+TermKind = str
 
 
 class PodCounts:
@@ -36,6 +36,7 @@ class PodCounts:
         self.weight = weight
         self._weights: dict[int, int] = {}
         self.version = 0
+        self.epoch = 0  # bumped when the counts are rebuilt: followers of `deltas` start over
         self._rebuild()
 
     def _weight(self, traits: PodTraits) -> int:
@@ -46,6 +47,8 @@ class PodCounts:
 
     def _rebuild(self) -> None:
         snap = self.snap
+        self.epoch += 1
+        self.deltas: list[tuple[int, int]] = []  # (node, change) since the last rebuild
         self.counts: Int64Array = np.zeros(len(snap), dtype=np.int64)
         for key, (node, _) in snap.placed.items():
             traits = snap.traits.get(key)
@@ -65,6 +68,7 @@ class PodCounts:
                 w = self._weight(traits)
                 if w:
                     self.counts[node] += sign * w
+                    self.deltas.append((node, sign * w))
                     changed = True
             self.synced = len(snap.pod_log)
             if changed:
@@ -72,61 +76,95 @@ class PodCounts:
         return self.counts
 
 
+class DomainCounts:
+    """`sums[code]` = a PodCounts' counts summed over the nodes labelled `code` for one key (restricted to
+    `among`), followed incrementally through the counter's deltas; `sums[size]` is 0, for unlabelled nodes."""
+
+    def __init__(
+        self, counter: PodCounts, codes: npt.NDArray[np.int32], size: int, among: BoolArray | None
+    ) -> None:
+        self.counter = counter
+        self.size = size
+        self.codes = np.where(codes >= 0, codes, size).astype(np.intp)  # unlabelled nodes -> the zero slot
+        self.valid = codes >= 0 if among is None else (codes >= 0) & among
+        self.epoch = -1
+        self.position = 0
+        self.sums: Int64Array = np.zeros(size + 1, dtype=np.int64)
+
+    def current(self) -> Int64Array:
+        counter = self.counter
+        counter.current()
+        if self.epoch != counter.epoch:
+            counts = counter.counts
+            self.sums = np.bincount(
+                self.codes[self.valid], weights=counts[self.valid], minlength=self.size + 1
+            ).astype(np.int64)
+            self.sums[self.size] = 0
+            self.epoch, self.position = counter.epoch, len(counter.deltas)
+        elif self.position < len(counter.deltas):
+            for node, delta in counter.deltas[self.position :]:
+                if self.valid[node]:
+                    self.sums[self.codes[node]] += delta
+            self.position = len(counter.deltas)
+        return self.sums
+
+    def per_node(self) -> Int64Array:
+        """For each node, the sum over the nodes of `among` in its domain (0 for nodes without the label)."""
+        return self.current()[self.codes]
+
+
 @dataclass(frozen=True, slots=True)
-class _TermKey:
+class TermKey:
     kind: TermKind
     term: AffinityTerm
 
 
+def carried_terms(traits: PodTraits) -> list[tuple[TermKey, int]]:
+    """The affinity terms a pod carries, with the weight each counts for (1 for required terms)."""
+    out = [(TermKey("required-affinity", t), 1) for t in traits.required_affinity]
+    out += [(TermKey("required-anti-affinity", t), 1) for t in traits.required_anti_affinity]
+    out += [(TermKey("preferred-affinity", w.term), w.weight) for w in traits.preferred_affinity]
+    out += [(TermKey("preferred-anti-affinity", w.term), w.weight) for w in traits.preferred_anti_affinity]
+    return out
+
+
 class ExistingTerms:
-    """For every (kind, term) that placed pods carry, the per-node number of pods carrying it (times the
-    term's weight for preferred terms): what upstream reads from NodeInfo.PodsWithAffinity and
-    PodsWithRequiredAntiAffinity."""
+    """Which (kind, term) pairs placed pods carry, and how many pods carry each: what upstream reads from
+    NodeInfo.PodsWithAffinity and PodsWithRequiredAntiAffinity. Per-node counts of a term's carriers come
+    from `PodsView.carriers(key)`."""
 
     def __init__(self, snap: Snapshot) -> None:
         self.snap = snap
-        self.version = 0
         self._rebuild()
 
-    @staticmethod
-    def _carried(traits: PodTraits) -> list[tuple[_TermKey, int]]:
-        out = [(_TermKey("required-affinity", t), 1) for t in traits.required_affinity]
-        out += [(_TermKey("required-anti-affinity", t), 1) for t in traits.required_anti_affinity]
-        out += [(_TermKey("preferred-affinity", w.term), w.weight) for w in traits.preferred_affinity]
-        out += [
-            (_TermKey("preferred-anti-affinity", w.term), w.weight) for w in traits.preferred_anti_affinity
-        ]
-        return out
-
-    def _add(self, traits: PodTraits, node: int, sign: int) -> None:
-        for key, weight in self._carried(traits):
-            counts = self.by_term.get(key)
-            if counts is None:
-                counts = self.by_term[key] = np.zeros(len(self.snap), dtype=np.int64)
-            counts[node] += sign * weight
+    def _add(self, traits: PodTraits, sign: int) -> None:
+        for key, _ in carried_terms(traits):
+            left = self.carried.get(key, 0) + sign
+            if left:
+                self.carried[key] = left
+            else:
+                self.carried.pop(key, None)
 
     def _rebuild(self) -> None:
         snap = self.snap
-        self.by_term: dict[_TermKey, Int64Array] = {}
-        for key, (node, _) in snap.placed.items():
+        self.carried: dict[TermKey, int] = {}
+        for key in snap.placed:
             traits = snap.traits.get(key)
             if traits is not None and traits.carries_terms:
-                self._add(traits, node, 1)
+                self._add(traits, 1)
         self.synced = len(snap.pod_log)
         self.generation = snap.generation
-        self.version += 1
 
-    def current(self) -> dict[_TermKey, Int64Array]:
+    def current(self) -> list[TermKey]:
         snap = self.snap
         if self.generation != snap.generation:
             self._rebuild()
         elif self.synced < len(snap.pod_log):
-            for traits, node, sign in snap.pod_log[self.synced :]:
+            for traits, _, sign in snap.pod_log[self.synced :]:
                 if traits.carries_terms:
-                    self._add(traits, node, sign)
-                    self.version += 1
+                    self._add(traits, sign)
             self.synced = len(snap.pod_log)
-        return self.by_term
+        return list(self.carried)
 
 
 class PodsView:
@@ -137,31 +175,56 @@ class PodsView:
         self.snap = snap
         self.namespace_labels = namespace_labels
         self._counts: dict[Hashable, PodCounts] = {}
+        self._domains: dict[Hashable, DomainCounts] = {}
+        self._matches: dict[tuple[AffinityTerm, int], bool] = {}
         self.existing = ExistingTerms(snap)
 
-    def counts(self, question: Hashable, weight: Callable[[PodTraits], int]) -> Int64Array:
-        """Per-node counts for `question` (a hashable naming what `weight` computes), created on first use."""
+    def counter(self, question: Hashable, weight: Callable[[PodTraits], int]) -> PodCounts:
+        """The counter for `question` (a hashable naming what `weight` computes), created on first use."""
         counter = self._counts.get(question)
         if counter is None:
             counter = self._counts[question] = PodCounts(self.snap, weight)
-        return counter.current()
+        return counter
+
+    def counts(self, question: Hashable, weight: Callable[[PodTraits], int]) -> Int64Array:
+        """Per-node counts for `question`, current."""
+        return self.counter(question, weight).current()
+
+    def domains(
+        self,
+        question: Hashable,
+        weight: Callable[[PodTraits], int],
+        key: str,
+        among: BoolArray | None = None,
+        among_key: Hashable = None,
+    ) -> DomainCounts:
+        """Per-domain sums of `question`'s counts for label `key`, over the nodes `among` (all labelled nodes
+        when None; `among_key` names that mask, which must not change for the same name)."""
+        name = (question, key, among_key)
+        domains = self._domains.get(name)
+        if domains is None:
+            codes = self.snap.label_codes(key)
+            size = len(self.snap.label_values.get(key, {}))
+            domains = self._domains[name] = DomainCounts(self.counter(question, weight), codes, size, among)
+        return domains
 
     def term_matches(self, term: AffinityTerm, traits: PodTraits) -> bool:
-        return term.matches(traits.namespace, traits.labels, self.namespace_labels(traits.namespace))
+        cached = self._matches.get((term, traits.ident))
+        if cached is None:
+            ns_labels = self.namespace_labels(traits.namespace)
+            cached = self._matches[(term, traits.ident)] = term.matches(
+                traits.namespace, traits.labels, ns_labels
+            )
+        return cached
 
-    def term_counts(self, term: AffinityTerm) -> Int64Array:
-        """Per node, the placed pods that `term` (of the pod being scheduled) matches."""
-        return self.counts(("term", term), lambda t: int(self.term_matches(term, t)))
+    def term_domains(self, term: AffinityTerm) -> DomainCounts:
+        """Per domain of the term's key, the placed pods that `term` (of the pod being scheduled) matches."""
+        return self.domains(("term", term), lambda t: int(self.term_matches(term, t)), term.topology_key)
 
-    def domain_totals(
-        self, per_node: Int64Array, key: str, among: npt.NDArray[np.bool_] | None = None
-    ) -> Int64Array:
-        """For each node, the sum of `per_node` over the nodes sharing its value of label `key` (restricted
-        to `among` when given); 0 for nodes without the label."""
-        codes = self.snap.label_codes(key)
-        size = len(self.snap.label_values.get(key, {}))
-        labelled = codes >= 0 if among is None else (codes >= 0) & among
-        sums = np.zeros(size + 1, dtype=np.int64)
-        np.add.at(sums, codes[labelled], per_node[labelled])
-        sums[size] = 0
-        return sums[np.where(codes >= 0, codes, size)]
+    def carrier_domains(self, key: TermKey) -> DomainCounts:
+        """Per domain of the term's key, the placed pods carrying the term (times its weight)."""
+
+        def carried(t: PodTraits) -> int:
+            return sum(w for k, w in carried_terms(t) if k == key)
+
+        return self.domains(("carried", key), carried, key.term.topology_key)

@@ -11,7 +11,8 @@ one module; the evaluator's FILTERS and SCORES tables say when it runs:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Hashable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,7 +32,9 @@ class PodContext:
     """One pod as the pods-stage plugins see it: its traits and spec, and two static per-node verdicts of
     its class that PodTopologySpread's node inclusion policies reuse."""
 
+    key: Hashable  # names this context (its class and traits) for caches that outlive one call
     traits: PodTraits
     spec: Any
     node_affinity_ok: BoolArray  # nodeSelector and required node affinity match
     taints_ok: BoolArray  # no untolerated NoSchedule / NoExecute taint
+    cache: dict[Hashable, Any] = field(default_factory=dict)  # plugins' per-context static work

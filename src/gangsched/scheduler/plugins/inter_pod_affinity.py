@@ -39,22 +39,27 @@ def _affinity_ok(view: PodsView, pod: PodTraits, terms: tuple[AffinityTerm, ...]
     def matches_all(t: PodTraits) -> int:
         return int(all(view.term_matches(term, t) for term in terms))
 
-    matching = view.counts((NAME, "all", terms), matches_all)
     has_keys = np.ones(len(view.snap), dtype=bool)
     pods_exist = np.ones(len(view.snap), dtype=bool)
     anywhere = False
     for term in terms:
-        codes = view.snap.label_codes(term.topology_key)
-        has_keys &= codes >= 0
-        pods_exist &= view.domain_totals(matching, term.topology_key) > 0
-        anywhere = anywhere or bool(matching[codes >= 0].any())
+        domains = view.domains((NAME, "all", terms), matches_all, term.topology_key)
+        has_keys &= view.snap.label_codes(term.topology_key) >= 0
+        pods_exist &= domains.per_node() > 0
+        anywhere = anywhere or bool(domains.current().any())
     first_of_group = not anywhere and all(view.term_matches(term, pod) for term in terms)
     return has_keys & (pods_exist | first_of_group)
 
 
 def filter_nodes(view: PodsView, pod: PodContext) -> Rejections:
     traits = pod.traits
-    existing = view.existing.current() if view.snap.carriers else {}
+    existing = [
+        key
+        for key in (view.existing.current() if view.snap.carriers else [])
+        if key.kind == "required-anti-affinity" and view.term_matches(key.term, traits)
+    ]
+    if not (traits.required_affinity or traits.required_anti_affinity or existing):
+        return []  # PreFilter: Skip
     n = len(view.snap)
     out: Rejections = []
     decided = np.zeros(n, dtype=bool)
@@ -66,15 +71,14 @@ def filter_nodes(view: PodsView, pod: PodContext) -> Rejections:
     if traits.required_anti_affinity:
         blocked = np.zeros(n, dtype=bool)
         for term in traits.required_anti_affinity:
-            blocked |= view.domain_totals(view.term_counts(term), term.topology_key) > 0
+            blocked |= view.term_domains(term).per_node() > 0
         blocked &= ~decided
         if blocked.any():
             out.append((blocked, REASON_ANTI_AFFINITY))
             decided |= blocked
     blocked = np.zeros(n, dtype=bool)
-    for key, counts in existing.items():
-        if key.kind == "required-anti-affinity" and view.term_matches(key.term, traits):
-            blocked |= view.domain_totals(counts, key.term.topology_key) > 0
+    for key in existing:
+        blocked |= view.carrier_domains(key).per_node() > 0
     blocked &= ~decided
     if blocked.any():
         out.append((blocked, REASON_EXISTING_ANTI_AFFINITY))
@@ -90,19 +94,20 @@ _EXISTING_SIGN = {
 
 def score_nodes(view: PodsView, pod: PodContext, feasible: npt.NDArray[np.intp]) -> Int64Array | None:
     traits = pod.traits
-    existing = view.existing.current() if view.snap.carriers else {}
+    existing = [
+        (key, factor)
+        for key in (view.existing.current() if view.snap.carriers else [])
+        if (factor := _EXISTING_SIGN.get(key.kind)) is not None and view.term_matches(key.term, traits)
+    ]
     if not (traits.preferred_affinity or traits.preferred_anti_affinity or existing) or feasible.size == 0:
         return None  # PreScore: Skip
     total = np.zeros(len(view.snap), dtype=np.int64)
     for weighted, sign in [(w, 1) for w in traits.preferred_affinity] + [
         (w, -1) for w in traits.preferred_anti_affinity
     ]:
-        term = weighted.term
-        total += sign * weighted.weight * view.domain_totals(view.term_counts(term), term.topology_key)
-    for key, counts in existing.items():
-        factor = _EXISTING_SIGN.get(key.kind)
-        if factor is not None and view.term_matches(key.term, traits):
-            total += factor * view.domain_totals(counts, key.term.topology_key)
+        total += sign * weighted.weight * view.term_domains(weighted.term).per_node()
+    for key, factor in existing:
+        total += factor * view.carrier_domains(key).per_node()
     raw = total[feasible]
     low, high = int(raw.min()), int(raw.max())
     if high == low:

@@ -18,12 +18,14 @@ so for its input that selector is always empty and upstream skips the defaults t
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from ..labelselector import Selector
-from ..podcounts import PodsView
+from ..podcounts import DomainCounts, PodsView
 from ..podtraits import PodTraits, SpreadConstraint
 from . import BoolArray, Int64Array, PodContext, Rejections
 
@@ -35,8 +37,8 @@ HOSTNAME = "kubernetes.io/hostname"
 MAX_NODE_SCORE = 100
 
 
-def matching_pods(view: PodsView, namespace: str, selector: Selector) -> Int64Array:
-    """Per node, the pods a constraint counts (upstream's countPodsMatchSelector)."""
+def _counted(namespace: str, selector: Selector) -> tuple[Hashable, Callable[[PodTraits], int]]:
+    """The counter question and weight of the pods a constraint counts (countPodsMatchSelector)."""
 
     def counted(t: PodTraits) -> int:
         return int(
@@ -46,7 +48,7 @@ def matching_pods(view: PodsView, namespace: str, selector: Selector) -> Int64Ar
             and selector.matches(t.labels)
         )
 
-    return view.counts((NAME, namespace, selector), counted)
+    return (NAME, namespace, selector), counted
 
 
 def _included(c: SpreadConstraint, pod: PodContext) -> BoolArray:
@@ -65,41 +67,73 @@ def _with_all_keys(view: PodsView, constraints: list[SpreadConstraint]) -> BoolA
     return ok
 
 
-def _domain_sums(
-    view: PodsView, c: SpreadConstraint, counts: Int64Array, among: BoolArray
-) -> tuple[Int64Array, BoolArray]:
-    """(matching pods per value code, whether the code is a domain) over the nodes `among`."""
-    codes = view.snap.label_codes(c.topology_key)
-    size = len(view.snap.label_values.get(c.topology_key, {}))
-    sums = np.zeros(size, dtype=np.int64)
-    np.add.at(sums, codes[among], counts[among])
-    present = np.zeros(size, dtype=bool)
-    present[codes[among]] = True
-    return sums, present
+@dataclass(slots=True)
+class _Prepared:
+    """What a constraint needs that does not change while the pod waits: the nodes whose domains count,
+    and those domains' codes."""
+
+    constraint: SpreadConstraint
+    among: BoolArray
+    domain_codes: npt.NDArray[np.intp]
+    self_match: int
+    unlabelled: BoolArray  # nodes without the constraint's key
+
+
+def _prepare(view: PodsView, pod: PodContext, when: str) -> list[_Prepared]:
+    cached = pod.cache.get((NAME, when))
+    if cached is None:
+        constraints = [c for c in pod.traits.spread if c.when_unsatisfiable == when]
+        with_keys = _with_all_keys(view, constraints)
+        cached = []
+        for c in constraints:
+            among = with_keys & _included(c, pod)
+            codes = view.snap.label_codes(c.topology_key)
+            domain_codes = np.unique(codes[among]).astype(np.intp)
+            self_match = int(c.selector.matches(pod.traits.labels))
+            cached.append(_Prepared(c, among, domain_codes, self_match, codes < 0))
+        pod.cache[(NAME, when)] = cached
+    return cached
+
+
+def _domains(view: PodsView, pod: PodContext, p: _Prepared, i: int) -> DomainCounts:
+    question, weight = _counted(pod.traits.namespace, p.constraint.selector)
+    return view.domains(question, weight, p.constraint.topology_key, p.among, (pod.key, "DoNotSchedule", i))
+
+
+def _codes(view: PodsView, pod: PodContext, p: _Prepared, i: int) -> npt.NDArray[np.intp]:
+    return _domains(view, pod, p, i).codes
+
+
+def _too_many(view: PodsView, pod: PodContext, p: _Prepared, i: int) -> BoolArray:
+    """Per domain code: would one more pod there exceed maxSkew? (The last slot, for nodes without the
+    label, is meaningless.)"""
+    c = p.constraint
+    sums = _domains(view, pod, p, i).current()
+    # minDomains >= 1, so no domain at all also means a minimum of 0
+    min_match = 0 if p.domain_codes.size < c.min_domains else int(sums[p.domain_codes].min())
+    too_many: BoolArray = sums + p.self_match - min_match > c.max_skew
+    return too_many
 
 
 def filter_nodes(view: PodsView, pod: PodContext) -> Rejections:
-    hard = [c for c in pod.traits.spread if c.when_unsatisfiable == "DoNotSchedule"]
+    hard = _prepare(view, pod, "DoNotSchedule")
     if not hard:
         return []  # PreFilter: Skip
+    if len(hard) == 1:  # the usual case: no bookkeeping of which constraint failed a node first
+        p = hard[0]
+        too_skewed = _too_many(view, pod, p, 0)[_codes(view, pod, p, 0)] & ~p.unlabelled
+        return [
+            (mask, reason)
+            for mask, reason in ((p.unlabelled, REASON_MISSING_LABEL), (too_skewed, REASON))
+            if mask.any()
+        ]
     n = len(view.snap)
-    with_keys = _with_all_keys(view, hard)
     missing = np.zeros(n, dtype=bool)
     skewed = np.zeros(n, dtype=bool)
     decided = np.zeros(n, dtype=bool)
-    for c in hard:
-        codes = view.snap.label_codes(c.topology_key)
-        counts = matching_pods(view, pod.traits.namespace, c.selector)
-        sums, present = _domain_sums(view, c, counts, with_keys & _included(c, pod))
-        domains = int(present.sum())
-        # minDomains >= 1, so no domain at all also means a minimum of 0
-        min_match = 0 if domains < c.min_domains else int(sums[present].min())
-        self_match = int(c.selector.matches(pod.traits.labels))
-        in_domain = (
-            np.where(codes >= 0, sums[np.maximum(codes, 0)], 0) if sums.size else np.zeros(n, dtype=np.int64)
-        )
-        no_label = (codes < 0) & ~decided
-        too_skewed = (codes >= 0) & (in_domain + self_match - min_match > c.max_skew) & ~decided
+    for i, p in enumerate(hard):
+        no_label = p.unlabelled & ~decided
+        too_skewed = _too_many(view, pod, p, i)[_codes(view, pod, p, i)] & ~p.unlabelled & ~decided
         missing |= no_label
         skewed |= too_skewed
         decided |= no_label | too_skewed
@@ -110,28 +144,27 @@ def filter_nodes(view: PodsView, pod: PodContext) -> Rejections:
 
 def score_nodes(view: PodsView, pod: PodContext, feasible: npt.NDArray[np.intp]) -> Int64Array | None:
     """Normalised scores (0..100) of the `feasible` nodes, or None when the pod has no soft constraint."""
-    soft = [c for c in pod.traits.spread if c.when_unsatisfiable == "ScheduleAnyway"]
+    soft = _prepare(view, pod, "ScheduleAnyway")
     if not soft or feasible.size == 0:
         return None
-    with_keys = _with_all_keys(view, soft)
-    kept = with_keys[feasible]  # feasible nodes without every key are ignored: they score 0
+    kept = _with_all_keys(view, [p.constraint for p in soft])[feasible]  # others are ignored: they score 0
     raw = np.zeros(feasible.size, dtype=np.float64)
-    for c in soft:
+    for i, p in enumerate(soft):
+        c = p.constraint
         codes = view.snap.label_codes(c.topology_key)
-        counts = matching_pods(view, pod.traits.namespace, c.selector)
+        question, weight = _counted(pod.traits.namespace, c.selector)
         if c.topology_key == HOSTNAME:
             size = int(kept.sum())
-            count = counts[feasible]
+            count = view.counts(question, weight)[feasible]
         else:
-            sums, _ = _domain_sums(view, c, counts, with_keys & _included(c, pod))
+            domains = view.domains(question, weight, c.topology_key, p.among, (pod.key, "ScheduleAnyway", i))
             size = int(np.unique(codes[feasible[kept]]).size)
-            count = np.where(kept, sums[np.maximum(codes[feasible], 0)] if sums.size else 0, 0)
+            count = np.where(kept, domains.per_node()[feasible], 0)
         raw += count * math.log(size + 2) + (c.max_skew - 1)
     scores = np.floor(raw + 0.5).astype(np.int64)  # Go's math.Round for non-negative values
     if not kept.any():
         return np.zeros(feasible.size, dtype=np.int64)
-    top, low = int(scores[kept].max()), int(scores[kept].min())
-    top = max(top, 0)
+    top, low = max(int(scores[kept].max()), 0), int(scores[kept].min())
     if top == 0:
         return np.where(kept, MAX_NODE_SCORE, 0).astype(np.int64)
     return np.where(kept, MAX_NODE_SCORE * (top + low - scores) // top, 0).astype(np.int64)
