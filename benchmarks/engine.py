@@ -212,7 +212,7 @@ def run_shape(name: str, quick: bool, variant: str, extra: dict[str, Any], out: 
     out.send(
         {
             "bound": bound,
-            "pods": len(workload),
+            "pods": sum(1 for o in workload if o.kind == "Pod"),
             "seconds": seconds,
             "cpu_seconds": cpu_seconds,
             "peak_mib": peak_mib,
