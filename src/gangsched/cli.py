@@ -10,7 +10,6 @@ import click
 from rich.console import Console
 
 from . import __version__
-from .api.defaults import apply_defaults
 from .api.errors import Problem
 from .api.gates import GATE_NAMES, FeatureGateError, FeatureGates
 from .api.inputs import read_inputs
@@ -127,8 +126,7 @@ def schedule(
     order they appear; Jobs and JobSets are expanded as `build` shows. Nothing is scheduled if any input is
     invalid (exit 1, one line per problem)."""
     objects, problems = expanded_inputs(paths, gates)
-    _fail_on_problems(problems)
-    apply_defaults(objects)  # what the Job controller created goes through admission too (priorities)
+    _fail_on_problems(problems)  # expanded_inputs defaulted every object, the created ones too
     store = schedule_objects(objects, gates, seed=seed, scoring=scoring, placement_limit=placement_limit)
     if output == "json":
         click.echo(json.dumps(as_json(store), indent=2))

@@ -28,9 +28,9 @@ def _key(obj: Any) -> tuple[str, str, str]:
 
 def expanded_inputs(paths: Sequence[str], gates: FeatureGates) -> tuple[list[Any], list[Problem]]:
     """(objects, problems): the inputs loaded, defaulted and validated, every Job and JobSet expanded
-    (expand_jobs), and the result validated again as a whole, so that what `build` prints is what
-    `gangsched validate` accepts and what `schedule` runs on is what a cluster would hold. Objects are empty
-    when there is any problem (nothing half-built)."""
+    (expand_jobs), and the result validated again as a whole when anything was expanded, so that what
+    `build` prints is what `gangsched validate` accepts and what `schedule` runs on is what a cluster would
+    hold. Objects are empty when there is any problem (nothing half-built)."""
     result = read_inputs(paths, gates)
     if result.problems:
         return [], list(result.problems)
@@ -40,6 +40,10 @@ def expanded_inputs(paths: Sequence[str], gates: FeatureGates) -> tuple[list[Any
     )
     if problems:
         return [], problems
+    if len(objects) == len(result.objects) and all(
+        obj is item.obj for obj, item in zip(objects, result.objects, strict=True)
+    ):
+        return objects, []  # no Job or JobSet expanded anything: read_inputs validated these already
     # Check the created objects with the same rules, each under the file of the Job or JobSet it came from
     # (expansions follow their source). Expanded Jobs are copies, so given objects are recognised by
     # kind/namespace/name, not identity.
