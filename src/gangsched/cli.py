@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import click
 from rich.console import Console
@@ -16,7 +17,7 @@ from .api.inputs import read_inputs
 from .api.loader import display_path
 from .builder.command import build_manifests, expanded_inputs
 from .report.schedule_output import as_json, as_table, as_yaml
-from .schedule import schedule_objects
+from .schedule import schedule_objects, settle
 
 GATES_HELP = (
     "Kubernetes-style A=true,B=false. Gates: "
@@ -134,6 +135,73 @@ def schedule(
         click.echo(as_yaml(store), nl=False)
     else:
         Console().print(as_table(store))
+
+
+_KINDS = {"pod": "Pod", "podgroup": "PodGroup", "pg": "PodGroup", "compositepodgroup": "CompositePodGroup"}
+
+
+def _explain_target(store: Any, scheduler: Any, target: str) -> tuple[str, str, str]:
+    """The root to explain for TARGET = [KIND/][NAMESPACE/]NAME; a pod of a group means its root."""
+    parts = target.split("/")
+    kinds = ["PodGroup", "CompositePodGroup", "Pod"]
+    if len(parts) == 3 or (len(parts) == 2 and parts[0].lower() in _KINDS):
+        kind = _KINDS.get(parts[0].lower())
+        if kind is None:
+            raise BadInput(f"{target}: unknown kind {parts[0]!r} (want pod, podgroup or compositepodgroup)")
+        kinds, parts = [kind], parts[1:]
+    ns, name = (parts[0], parts[1]) if len(parts) == 2 else ("default", parts[0])
+    for kind in kinds:
+        if store.get(kind, (ns, name)) is None:
+            continue
+        if kind == "Pod":
+            for pi in scheduler.pods():
+                if pi.key == (ns, name):
+                    return tuple(scheduler.root_of(pi))
+        if kind == "PodGroup":
+            return tuple(scheduler.hierarchy.root_of_group((ns, name)))
+        return (kind, ns, name)
+    raise BadInput(f"{target}: no {' or '.join(kinds)} {ns}/{name} in the input")
+
+
+@main.command()
+@files_option
+@click.argument("target")
+@gates_option
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="As for schedule.")
+@click.option(
+    "--bf-window", type=float, default=86_400.0, show_default=True, help="Planning window, seconds."
+)
+@click.option(
+    "--bf-resolution", type=float, default=60.0, show_default=True, help="Planning time step, seconds."
+)
+def explain(
+    paths: Sequence[str],
+    target: str,
+    gates: FeatureGates,
+    output: str,
+    seed: int,
+    bf_window: float,
+    bf_resolution: float,
+) -> None:
+    """Why TARGET ([KIND/][NAMESPACE/]NAME: a pod, PodGroup or CompositePodGroup) is pending after
+    scheduling the given objects as `schedule` does, and when it is expected to start: failing checks,
+    how far short its best domain is, what would have to be evicted, what blocks it, its queue position."""
+    from .scheduler.explain import as_dict, render
+    from .scheduler.explain import explain as explain_root
+    from .scheduler.plan import PlanSettings
+
+    try:
+        settings = PlanSettings(window=bf_window, resolution=bf_resolution)
+    except ValueError as e:
+        raise BadInput(str(e)) from e
+    objects, problems = expanded_inputs(paths, gates)
+    _fail_on_problems(problems)
+    apply_defaults(objects)
+    settled = settle(objects, gates, seed=seed)
+    root = _explain_target(settled.store, settled.scheduler, target)
+    answer = explain_root(settled.scheduler, root, settled.now, settings=settings)
+    click.echo(json.dumps(as_dict(answer), indent=2) if output == "json" else render(answer))
 
 
 @main.command()

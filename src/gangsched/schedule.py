@@ -4,24 +4,40 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from .api.gates import FeatureGates
 from .scheduler import Profile, Scheduler, run_until_stable
 from .store import Store
 
-__all__ = ["schedule_objects"]
+__all__ = ["Settled", "schedule_objects", "settle"]
 
 
-def schedule_objects(
+def schedule_objects(objects: Iterable[Any], gates: FeatureGates, **options: Any) -> Store:
+    """Load `objects` (defaulted and valid) into a fresh store, schedule until nothing changes, return it.
+    `options` are `settle`'s (seed, scoring, placement_limit)."""
+    return settle(objects, gates, **options).store
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """A store scheduled to a fixed point, the scheduler that did it and the virtual time it reached."""
+
+    store: Store
+    scheduler: Scheduler
+    now: float
+
+
+def settle(
     objects: Iterable[Any],
     gates: FeatureGates,
     *,
     seed: int = 0,
     scoring: str = "LeastAllocated",
     placement_limit: bool = False,
-) -> Store:
-    """Load `objects` (defaulted and valid) into a fresh store, schedule until nothing changes, return it."""
+) -> Settled:
+    """`schedule_objects`, keeping the scheduler (for `explain`, which reads its queue and snapshot)."""
     store = Store()
     store.add_all(objects)
     # The objects live as long as the run: keep the cyclic GC from walking them again and again.
@@ -29,5 +45,5 @@ def schedule_objects(
     scheduler = Scheduler(
         store, gates, seed=seed, profile=Profile(scoring=scoring, placement_limit=placement_limit)
     )
-    run_until_stable(store, scheduler)
-    return store
+    now = run_until_stable(store, scheduler)
+    return Settled(store, scheduler, now)

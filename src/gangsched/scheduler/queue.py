@@ -130,6 +130,10 @@ class SchedulingQueue:
             heapq.heappop(self._backoff)
         return None
 
+    def roots(self) -> list[QueuedRoot]:
+        """Every root the queue holds, in any state (for planners and `explain`)."""
+        return list(self._roots.values())
+
     def pending(self) -> dict[str, int]:
         """Roots per state, for metrics and tests."""
         out: dict[str, int] = {}

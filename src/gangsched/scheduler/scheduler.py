@@ -22,6 +22,7 @@ from .decision import Condition, ConditionChange, Decision
 from .evaluator import Evaluator
 from .hierarchy import Hierarchy, topology_key
 from .outcome import POD_SCHEDULED, bind, group_condition, pod_failed, record_tree
+from .plugins import BoolArray
 from .podinfo import PodInfo, PodKey, is_terminal, pod_info
 from .postfilter import preempt_after_failure
 from .preemption import PreemptionView
@@ -33,11 +34,14 @@ from .tree import TreeNode, TreeResult, evaluate
 if TYPE_CHECKING:
     from ..store.store import Store
 
-__all__ = ["SCHEDULING_GATES_MESSAGE", "Profile", "Scheduler", "run_until_stable"]
+__all__ = ["SCHEDULING_GATES_MESSAGE", "Placer", "Profile", "Scheduler", "run_until_stable"]
 
 # pkg/registry/core/pod/strategy.go applySchedulingGatedCondition (kube-scheduler's own PreEnqueue status,
 # "waiting for scheduling gates: [...]", is not written to the pod).
 SCHEDULING_GATES_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
+
+# Places a root inside a node mask (None: every node), reserving like its cycle does.
+Placer = Callable[[BoolArray | None], GroupResult | TreeResult]
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,6 +267,31 @@ class Scheduler:
                 self._admit(pi)
         self.queue.move_all_to_active()  # the room they held is free again
 
+    # --- read-only views for planners (plan.py, explain.py) ----------------------------------------------
+    def snapshot(self) -> Snapshot:
+        """The node snapshot cycles run on (built on first use)."""
+        return self._evaluator().snap
+
+    def evaluator(self) -> Evaluator:
+        return self._evaluator()
+
+    def pods(self) -> Iterable[PodInfo]:
+        return self._pods.values()
+
+    def pod(self, key: PodKey) -> PodInfo:
+        return self._pods[key]
+
+    def members(self, group: tuple[str, str]) -> Iterable[PodKey]:
+        """Pods of a PodGroup still counted (finished pods have left)."""
+        return self._members.get(group, ())
+
+    def root_of(self, pi: PodInfo) -> RootKey:
+        return self._root_of(pi)
+
+    def gate_of(self, key: PodKey) -> str | None:
+        """Why the pod waits at PreEnqueue, or None."""
+        return self._gated.get(key)
+
     # --- cycles ---------------------------------------------------------------------------------------------
     def sync(self) -> None:
         """Build the node snapshot now rather than at the first cycle (after an initial list of nodes)."""
@@ -319,16 +348,10 @@ class Scheduler:
             result = run_group_cycle(self._evaluator(), attempt)
             return self._finish(root, None, [pi], result, now)
         pg = self.store.get("PodGroup", (ns, name))
-        members = [self._pods[k] for k in self._members.get((ns, name), ())]
-        pending = sorted(
-            (pi for pi in members if self._pending(pi) and pi.key not in self._gated and self._ours(pi)),
-            key=lambda pi: (-pi.priority, pi.order),
-        )
+        pending, bound = self._group_members((ns, name))
         if pg is None or not pending:
             self.queue.remove(root.key)
             return Decision()
-        # Bound members that still run count toward minCount; terminal pods have left the cache upstream.
-        bound = [pi for pi in members if pi.pod.spec.nodeName and not self._terminal(pi)]
         error = pod_group_error(
             pg, pending, bound, preemption_policy_gate=self.gates.pod_group_preemption_policy
         )
@@ -341,20 +364,62 @@ class Scheduler:
             root, pg, pending, result, now, rerun=lambda: self._place_group(pg, attempt, bound)
         )
 
+    def _group_members(self, group: tuple[str, str]) -> tuple[list[PodInfo], list[PodInfo]]:
+        """(pending members this cycle tries, in priority then arrival order; bound members still running,
+        which count toward minCount: terminal pods have left the cache upstream)."""
+        members = [self._pods[k] for k in self._members.get(group, ())]
+        pending = sorted(
+            (pi for pi in members if self._schedulable(pi)), key=lambda pi: (-pi.priority, pi.order)
+        )
+        bound = [pi for pi in members if pi.pod.spec.nodeName and not self._terminal(pi)]
+        return pending, bound
+
+    def placer(self, key: RootKey) -> Placer | None:
+        """How root `key`'s cycle would place it now inside a set of nodes, for planners (reservations,
+        `explain`): the same filters, gang and topology rules as its cycle, without preemption or any
+        Decision. The callable reserves in the snapshot like a cycle (undo with `result.revert`); None when
+        the root has nothing to place or is in error."""
+        kind, ns, name = key
+        ev = self._evaluator()
+        limit = self.profile.placement_limit
+        if kind == "Pod":
+            pi = self._pods.get((ns, name))
+            if pi is None or not self._schedulable(pi):
+                return None
+            single = GroupAttempt(min_count=1, gang=False, scheduled=0, pods=[pi])
+            return lambda nodes: run_group_cycle(ev, single, nodes)
+        if kind == "CompositePodGroup":
+            tree, invalid = self.hierarchy.build(key, self._schedulable, self._domain_of)
+            if tree is None or invalid is not None:
+                return None
+            return lambda nodes: evaluate(ev, tree, nodes, limit)
+        pg = self.store.get("PodGroup", (ns, name))
+        pending, bound = self._group_members((ns, name))
+        if pg is None or not pending:
+            return None
+        if pod_group_error(pg, pending, bound, preemption_policy_gate=self.gates.pod_group_preemption_policy):
+            return None
+        gang, min_count = _min_count(pg)
+        attempt = GroupAttempt(min_count=min_count, gang=gang, scheduled=len(bound), pods=pending)
+        return lambda nodes: self._place_group(pg, attempt, bound, nodes)
+
     def _domain_of(self, node_name: str, key: str) -> str | None:
         node = self.store.get("Node", ("", node_name))
         labels = (node.metadata.labels or {}) if node is not None else {}
         value: str | None = labels.get(key)
         return value
 
-    def _place_group(self, pg: Any, attempt: GroupAttempt, bound: list[PodInfo]) -> GroupResult:
-        """The PodGroup cycle, inside the best topology domain when the group is constrained."""
+    def _place_group(
+        self, pg: Any, attempt: GroupAttempt, bound: list[PodInfo], nodes: BoolArray | None = None
+    ) -> GroupResult:
+        """The PodGroup cycle on `nodes` (all when None), inside the best topology domain when the group is
+        constrained."""
         key = topology_key(pg, self.store) if self.gates.topology_aware_workload_scheduling else None
         if key is None:
-            return run_group_cycle(self._evaluator(), attempt)
+            return run_group_cycle(self._evaluator(), attempt, nodes)
         fixed = {d for pi in bound if (d := self._domain_of(pi.pod.spec.nodeName, key)) is not None}
         return place_with_topology(
-            self._evaluator(), attempt, key, None, fixed, use_limit=self.profile.placement_limit
+            self._evaluator(), attempt, key, nodes, fixed, use_limit=self.profile.placement_limit
         )
 
     @staticmethod

@@ -1,0 +1,257 @@
+"""Planning ahead: when running work is expected to end, and the earliest start of a pending root.
+
+This is the part of Slurm's backfill scheduler that looks into the future (its `node_space` map): running
+work is expected to end at its start plus its estimate (estimates.py); a pending root's earliest start is the
+first moment, among now and those expected ends (rounded up to `resolution`, within `window`), at which its
+own cycle, run on the snapshot with the work ended by then taken out, places it on nodes that no earlier
+reservation holds during its run. The nodes that cycle picked are its reservation: concrete nodes, in one
+topology domain when the root needs one, since it is the root's own placement code that picks them.
+
+Reservations are whole nodes over [start, start + estimate), as Slurm's backfill reserves nodes
+(`_add_reservation` over node bitmaps): a node a reservation holds is not offered to anything that would
+still run when the reservation begins. Work that has overrun its estimate is expected to end any moment:
+at `now + resolution`. The snapshot is left exactly as found.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .cycle import Code
+from .estimates import Estimate, History, estimate_of
+from .plugins import BoolArray
+from .podinfo import PodKey, is_terminal
+from .queue import RootKey
+
+if TYPE_CHECKING:
+    from .scheduler import Placer, Scheduler
+
+__all__ = [
+    "INFINITE",
+    "PlanSettings",
+    "Reservation",
+    "RunningWork",
+    "earliest_start",
+    "plan_queue",
+    "root_estimate",
+    "running_work",
+]
+
+INFINITE = math.inf
+EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)  # the store's time 0 (store.EPOCH)
+
+
+@dataclass(frozen=True, slots=True)
+class PlanSettings:
+    """Slurm's bf_window (how far ahead reservations are made; default 1 day) and bf_resolution (time step
+    of the plan; default 60 s), in seconds."""
+
+    window: float = 86_400.0
+    resolution: float = 60.0
+
+    def __post_init__(self) -> None:
+        if not self.window > 0 or not self.resolution > 0:
+            raise ValueError("planning window and resolution must be > 0 seconds")
+
+    def round_up(self, t: float) -> float:
+        """`t` on the plan's time grid (multiples of the resolution), never earlier than `t`."""
+        return t if math.isinf(t) else math.ceil(t / self.resolution - 1e-9) * self.resolution
+
+
+@dataclass(frozen=True, slots=True)
+class RunningWork:
+    """A root holding nodes now, and when it is expected to release them (INFINITE: unknown)."""
+
+    root: RootKey
+    pods: tuple[PodKey, ...]
+    nodes: frozenset[int]
+    start: float
+    end: float
+    estimate: Estimate
+    overrun: bool = False  # it has run past its estimate; `end` is then "any moment now"
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """Nodes held for `root` over [start, end); `blockers` are the running roots whose expected ends it waits
+    for on those nodes, `ahead` the reservations it had to avoid."""
+
+    root: RootKey
+    start: float
+    end: float
+    nodes: frozenset[int]
+    domain: str | None
+    estimate: Estimate
+    blockers: tuple[RunningWork, ...] = ()
+    ahead: tuple[RootKey, ...] = ()
+
+    def holds(self, node_mask_start: float, node_mask_end: float) -> bool:
+        """Whether the reservation overlaps the interval [node_mask_start, node_mask_end)."""
+        return self.start < node_mask_end and node_mask_start < self.end
+
+
+def _seconds(stamp: Any) -> float | None:
+    return (stamp - EPOCH).total_seconds() if isinstance(stamp, dt.datetime) else None
+
+
+def _started_at(pod: Any) -> float | None:
+    """When the pod took its node: its PodScheduled=True transition, else its status.startTime."""
+    status = pod.status
+    if status is None:
+        return None
+    for c in status.conditions or []:
+        if c.type == "PodScheduled" and c.status == "True":
+            t = _seconds(c.lastTransitionTime)
+            if t is not None:
+                return t
+    return _seconds(status.startTime)
+
+
+def root_estimate(scheduler: Scheduler, root: RootKey, history: History | None = None) -> Estimate:
+    """The estimate of a root's run time (estimates.py): its own pods, Job and PodGroup annotation; for a
+    composite tree, the longest of its groups', unknown if any is."""
+    kind, ns, name = root
+    store = scheduler.store
+    if kind == "Pod":
+        pod = store.get("Pod", (ns, name))
+        return estimate_of([pod] if pod is not None else [], store, None, history)
+    groups = scheduler.hierarchy.tree_groups(root) if kind == "CompositePodGroup" else [(ns, name)]
+    estimates = []
+    for group in groups:
+        pods = [scheduler.pod(k).pod for k in scheduler.members(group)]
+        estimates.append(estimate_of(pods, store, store.get("PodGroup", group), history))
+    if not estimates or any(not e.known for e in estimates):
+        return Estimate(None)
+    return max(estimates, key=lambda e: e.seconds or 0.0)
+
+
+def running_work(
+    scheduler: Scheduler, now: float, settings: PlanSettings, history: History | None = None
+) -> list[RunningWork]:
+    """Every root with bound, unfinished pods on known nodes, by expected end (then by root)."""
+    snap = scheduler.snapshot()
+    by_root: dict[RootKey, list[Any]] = {}
+    for pi in scheduler.pods():
+        pod = pi.pod
+        if pod.spec.nodeName and not is_terminal(pod) and pi.key in snap.placed:
+            by_root.setdefault(scheduler.root_of(pi), []).append(pi)
+    out = []
+    for root, infos in by_root.items():
+        estimate = root_estimate(scheduler, root, history)
+        starts = [t for pi in infos if (t := _started_at(pi.pod)) is not None]
+        start = min(starts) if starts else now
+        end = start + estimate.seconds if estimate.seconds is not None else INFINITE
+        overrun = end <= now
+        if overrun:
+            end = now + settings.resolution
+        nodes = frozenset(snap.placed[pi.key][0] for pi in infos)
+        out.append(RunningWork(root, tuple(pi.key for pi in infos), nodes, start, end, estimate, overrun))
+    out.sort(key=lambda w: (w.end, w.root))
+    return out
+
+
+@dataclass(slots=True)
+class _Released:
+    """Running work taken out of the snapshot as time advances, put back by `restore`."""
+
+    scheduler: Scheduler
+    undo: list[Callable[[], None]] = field(default_factory=list)
+
+    def take_out(self, work: RunningWork) -> None:
+        self.undo.append(self.scheduler.snapshot().remove_many(work.pods))
+
+    def restore(self) -> None:
+        while self.undo:
+            self.undo.pop()()
+
+
+def _free_of(reservations: Iterable[Reservation], start: float, end: float, n: int) -> BoolArray:
+    mask = np.ones(n, dtype=bool)
+    for r in reservations:
+        if r.holds(start, end):
+            mask[list(r.nodes)] = False
+    return mask
+
+
+def earliest_start(
+    scheduler: Scheduler,
+    root: RootKey,
+    place: Placer,
+    estimate: Estimate,
+    running: Sequence[RunningWork],
+    reservations: Sequence[Reservation],
+    now: float,
+    settings: PlanSettings,
+) -> Reservation | None:
+    """The first time in [now, now + window] at which `place` fits the root around `reservations`, with the
+    nodes it then takes; None if it fits at no such time (or only with work of unknown end gone)."""
+    n = len(scheduler.snapshot())
+    duration = estimate.seconds if estimate.seconds is not None else INFINITE
+    horizon = now + settings.window
+    times = sorted(
+        {now}
+        | {settings.round_up(w.end) for w in running if w.end < INFINITE}
+        | {settings.round_up(r.end) for r in reservations if r.end < INFINITE}
+    )
+    released = _Released(scheduler)
+    gone: list[RunningWork] = []
+    pending = list(running)
+    try:
+        for t in times:
+            if t < now:
+                continue
+            if t > horizon:
+                break
+            while pending and settings.round_up(pending[0].end) <= t:
+                work = pending.pop(0)
+                if work.root != root:
+                    released.take_out(work)
+                    gone.append(work)
+            free = _free_of(reservations, t, t + duration, n)
+            result = place(free)
+            if result.code != Code.SUCCESS:
+                continue
+            nodes = frozenset(node for _, node in result.placed)
+            result.revert()
+            blockers = tuple(w for w in gone if w.nodes & nodes)
+            ahead = tuple(r.root for r in reservations if r.holds(now, t + duration))
+            domain = getattr(result, "domain", None)
+            return Reservation(root, t, t + duration, nodes, domain, estimate, blockers, ahead)
+        return None
+    finally:
+        released.restore()
+
+
+def plan_queue(
+    scheduler: Scheduler,
+    order: Sequence[RootKey],
+    now: float,
+    settings: PlanSettings,
+    *,
+    history: History | None = None,
+    running: Sequence[RunningWork] | None = None,
+) -> dict[RootKey, Reservation | None]:
+    """Conservative plan of `order` (pending roots, most important first): each root's earliest start
+    around the nodes every root before it holds, whether that root starts now or later (what Slurm's
+    `squeue --start` shows under conservative backfill). Roots with nothing to place are left out."""
+    if running is None:
+        running = running_work(scheduler, now, settings, history)
+    plan: dict[RootKey, Reservation | None] = {}
+    held: list[Reservation] = []
+    for root in order:
+        place = scheduler.placer(root)
+        if place is None:
+            continue
+        r = earliest_start(
+            scheduler, root, place, root_estimate(scheduler, root, history), running, held, now, settings
+        )
+        plan[root] = r
+        if r is not None:
+            held.append(r)
+    return plan
