@@ -9,7 +9,7 @@ import pytest
 from gangsched.api.gates import FeatureGates
 from gangsched.scheduler.estimates import DurationError, Estimate, History, estimate_of, parse_duration
 from tests.scenarios.harness import load_objects
-from tests.scheduler.builders import pod
+from tests.scheduler.plan_objects import pod
 
 
 @pytest.mark.parametrize(

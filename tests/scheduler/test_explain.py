@@ -18,7 +18,7 @@ from gangsched.cli import main
 from gangsched.scheduler import run_until_stable
 from gangsched.scheduler.explain import as_dict, explain, queue_order, render
 from gangsched.scheduler.plan import PlanSettings, plan_queue
-from tests.scheduler.builders import gang, node, pod, scheduler_for
+from tests.scheduler.plan_objects import gang, node, pod, scheduler_for
 
 
 def cluster() -> list[dict[str, Any]]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 
 from .cycle import Code
 from .estimates import Estimate, History, estimate_of
@@ -179,6 +180,59 @@ def _free_of(reservations: Iterable[Reservation], start: float, end: float, n: i
     return mask
 
 
+def _could_fit(
+    scheduler: Scheduler,
+    place_root: RootKey,
+    place: Placer,
+    times: Sequence[float],
+    running: Sequence[RunningWork],
+    reservations: Sequence[Reservation],
+    duration: float,
+    settings: PlanSettings,
+) -> npt.NDArray[np.bool_]:
+    """For each time, whether the root could fit then: exact capacity arithmetic for pods of one equivalence
+    class (greedy placement of identical pods fits min(pods, sum over nodes of how many each node takes), as
+    topology.py's fast path uses), all True otherwise. Only the times it marks get a real cycle."""
+    out = np.ones(len(times), dtype=bool)
+    if place.tree or len({pi.signature for pi in place.pods}) != 1 or not times:
+        return out
+    ev = scheduler.evaluator()
+    snap = ev.snap
+    c = ev.equivalence_class(place.pods[0])
+    rows = [row for row, _ in c.vec.rows]
+    index = {row: i for i, row in enumerate(rows)}
+    t_arr = np.asarray(times)
+    free = np.repeat((snap.alloc[rows] - snap.used[rows])[None, :, :], len(times), axis=0)
+    for work in running:
+        k = int(np.searchsorted(t_arr, settings.round_up(work.end), side="left"))
+        if k >= len(times) or work.end == INFINITE or work.root == place_root:
+            continue
+        for key in work.pods:
+            node, vec = snap.placed[key]
+            for row, v in vec.rows:
+                i = index.get(row)
+                if i is not None:
+                    free[k:, i, node] += v
+    need = np.array([v for _, v in c.vec.rows], dtype=np.int64)[None, :, None]
+    cap = np.maximum(free // need, 0).min(axis=1)  # pods per node at each time
+    cap[:, ~c.static_ok] = 0
+    for r in reservations:
+        held = (t_arr < r.end) & (r.start < t_arr + duration)
+        cols = np.array(sorted(r.nodes), dtype=np.intp)
+        cap[np.flatnonzero(held)[:, None], cols[None, :]] = 0
+    if place.topology_key is None:
+        return np.asarray(cap.sum(axis=1) >= place.needs)
+    codes = snap.label_codes(place.topology_key)
+    allowed = codes >= 0
+    if place.fixed_domains:
+        values = snap.label_values.get(place.topology_key, {})
+        allowed &= np.isin(codes, [values[d] for d in place.fixed_domains if d in values])
+    cap[:, ~allowed] = 0
+    per_domain = np.zeros((len(times), max(int(codes.max()) + 1, 1)), dtype=np.int64)
+    np.add.at(per_domain.T, np.where(allowed, codes, 0), cap.T)
+    return np.asarray(per_domain.max(axis=1) >= place.needs)
+
+
 def earliest_start(
     scheduler: Scheduler,
     root: RootKey,
@@ -194,27 +248,23 @@ def earliest_start(
     n = len(scheduler.snapshot())
     duration = estimate.seconds if estimate.seconds is not None else INFINITE
     horizon = now + settings.window
-    times = sorted(
-        {now}
-        | {settings.round_up(w.end) for w in running if w.end < INFINITE}
-        | {settings.round_up(r.end) for r in reservations if r.end < INFINITE}
-    )
+    ends = {settings.round_up(w.end) for w in running if w.end < INFINITE}
+    ends |= {settings.round_up(r.end) for r in reservations if r.end < INFINITE}
+    times = sorted(t for t in ends | {now} if now <= t <= horizon)
+    could = _could_fit(scheduler, root, place, times, running, reservations, duration, settings)
     released = _Released(scheduler)
     gone: list[RunningWork] = []
     pending = list(running)
     try:
-        for t in times:
-            if t < now:
+        for t, maybe in zip(times, could, strict=True):
+            if not maybe:
                 continue
-            if t > horizon:
-                break
             while pending and settings.round_up(pending[0].end) <= t:
                 work = pending.pop(0)
                 if work.root != root:
                     released.take_out(work)
                     gone.append(work)
-            free = _free_of(reservations, t, t + duration, n)
-            result = place(free)
+            result = place(_free_of(reservations, t, t + duration, n))
             if result.code != Code.SUCCESS:
                 continue
             nodes = frozenset(node for _, node in result.placed)

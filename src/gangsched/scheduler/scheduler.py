@@ -40,8 +40,22 @@ __all__ = ["SCHEDULING_GATES_MESSAGE", "Placer", "Profile", "Scheduler", "run_un
 # "waiting for scheduling gates: [...]", is not written to the pod).
 SCHEDULING_GATES_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
 
-# Places a root inside a node mask (None: every node), reserving like its cycle does.
-Placer = Callable[[BoolArray | None], GroupResult | TreeResult]
+
+@dataclass(frozen=True, slots=True)
+class Placer:
+    """How a root's cycle places it inside a node mask (None: every node), reserving in the snapshot as the
+    cycle does (undo with `result.revert`). `pods` are the pods it tries and `needs` how many of them must
+    fit at once; `topology_key` the label all must share (PodGroups), None for trees and lone pods."""
+
+    place: Callable[[BoolArray | None], GroupResult | TreeResult]
+    pods: tuple[PodInfo, ...]
+    needs: int
+    topology_key: str | None = None
+    fixed_domains: frozenset[str] = frozenset()
+    tree: bool = False
+
+    def __call__(self, nodes: BoolArray | None) -> GroupResult | TreeResult:
+        return self.place(nodes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -377,8 +391,7 @@ class Scheduler:
     def placer(self, key: RootKey) -> Placer | None:
         """How root `key`'s cycle would place it now inside a set of nodes, for planners (reservations,
         `explain`): the same filters, gang and topology rules as its cycle, without preemption or any
-        Decision. The callable reserves in the snapshot like a cycle (undo with `result.revert`); None when
-        the root has nothing to place or is in error."""
+        Decision. None when the root has nothing to place or is in error."""
         kind, ns, name = key
         ev = self._evaluator()
         limit = self.profile.placement_limit
@@ -387,12 +400,13 @@ class Scheduler:
             if pi is None or not self._schedulable(pi):
                 return None
             single = GroupAttempt(min_count=1, gang=False, scheduled=0, pods=[pi])
-            return lambda nodes: run_group_cycle(ev, single, nodes)
+            return Placer(lambda nodes: run_group_cycle(ev, single, nodes), (pi,), 1)
         if kind == "CompositePodGroup":
             tree, invalid = self.hierarchy.build(key, self._schedulable, self._domain_of)
             if tree is None or invalid is not None:
                 return None
-            return lambda nodes: evaluate(ev, tree, nodes, limit)
+            pods = tuple(pi for n in tree.walk() if n.attempt is not None for pi in n.attempt.pods)
+            return Placer(lambda nodes: evaluate(ev, tree, nodes, limit), pods, 1, tree=True)
         pg = self.store.get("PodGroup", (ns, name))
         pending, bound = self._group_members((ns, name))
         if pg is None or not pending:
@@ -401,7 +415,16 @@ class Scheduler:
             return None
         gang, min_count = _min_count(pg)
         attempt = GroupAttempt(min_count=min_count, gang=gang, scheduled=len(bound), pods=pending)
-        return lambda nodes: self._place_group(pg, attempt, bound, nodes)
+        needs = max(1, min_count - len(bound)) if gang else 1
+        tkey = topology_key(pg, self.store) if self.gates.topology_aware_workload_scheduling else None
+        fixed = frozenset(
+            d
+            for pi in bound
+            if tkey is not None and (d := self._domain_of(pi.pod.spec.nodeName, tkey)) is not None
+        )
+        return Placer(
+            lambda nodes: self._place_group(pg, attempt, bound, nodes), tuple(pending), needs, tkey, fixed
+        )
 
     def _domain_of(self, node_name: str, key: str) -> str | None:
         node = self.store.get("Node", ("", node_name))
