@@ -66,6 +66,7 @@ def gang(
     rack: bool = False,
     priority: int | None = None,
     created: str | None = None,
+    preempts: bool = True,
 ) -> list[dict[str, Any]]:
     """A PodGroup of `size` pods of `gpus` each, minCount = size; `rack`: all in one rack."""
     meta: dict[str, Any] = {"name": name, "namespace": "default"}
@@ -78,8 +79,12 @@ def gang(
         spec["schedulingConstraints"] = {"topology": [{"key": "rack"}]}
     if priority is not None:
         spec["priority"] = priority
+    if not preempts:
+        spec["preemptionPolicy"] = "Never"
     pg = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": meta, "spec": spec}
     pods = [pod(f"{name}-{i}", gpus, group=name, priority=priority, created=created) for i in range(size)]
+    for p in pods if not preempts else []:
+        p["spec"]["preemptionPolicy"] = "Never"
     return [pg, *pods]
 
 

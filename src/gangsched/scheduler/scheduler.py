@@ -16,6 +16,7 @@ import numpy as np
 
 from ..api.gates import FeatureGates
 from ..store.change import Change
+from .backfill import Backfill, BackfillSettings
 from .consistency import pod_group_error, tree_error
 from .cycle import Code, GroupAttempt, GroupResult, run_group_cycle
 from .decision import Condition, ConditionChange, Decision
@@ -66,6 +67,7 @@ class Profile:
     scoring: str = "LeastAllocated"
     placement_limit: bool = False  # upstream's adaptive limit on topology placements scored; off: score all
     disabled_plugins: frozenset[str] = frozenset()  # filter / score plugins switched off, by upstream name
+    backfill: BackfillSettings | None = None  # reservations + backfill (backfill.py); None: none
 
 
 def _min_count(pg: Any) -> tuple[bool, int]:
@@ -92,6 +94,7 @@ class Scheduler:
         self._queue_entries: dict[tuple[str, str], tuple[RootKey, int, tuple[float, int]]] = {}
         self._order = 0
         self.cycles = 0
+        self.backfill = Backfill(self, profile.backfill) if profile.backfill is not None else None
         self.hierarchy = Hierarchy(
             store,
             self._members,
@@ -135,6 +138,8 @@ class Scheduler:
 
     def _on_pod(self, change: Change) -> None:
         key, pod = change.key, change.obj
+        if self.backfill is not None:
+            self.backfill.touch()  # work started or ended, or a root came: the plan rests on it
         if change.action == "delete":
             pi = self._pods.pop(key, None)
             self._ungate(key, pi.group if pi is not None else None)
@@ -359,7 +364,7 @@ class Scheduler:
                 self.queue.remove(root.key)
                 return Decision()
             attempt = GroupAttempt(min_count=1, gang=False, scheduled=0, pods=[pi])
-            result = run_group_cycle(self._evaluator(), attempt)
+            result = run_group_cycle(self._evaluator(), attempt, self._backfill_nodes(root, now))
             return self._finish(root, None, [pi], result, now)
         pg = self.store.get("PodGroup", (ns, name))
         pending, bound = self._group_members((ns, name))
@@ -373,7 +378,7 @@ class Scheduler:
             return self._finish(root, pg, pending, GroupResult(Code.ERROR, error), now)
         gang, min_count = _min_count(pg)
         attempt = GroupAttempt(min_count=min_count, gang=gang, scheduled=len(bound), pods=pending)
-        result = self._place_group(pg, attempt, bound)
+        result = self._place_group(pg, attempt, bound, self._backfill_nodes(root, now))
         return self._finish(
             root, pg, pending, result, now, rerun=lambda: self._place_group(pg, attempt, bound)
         )
@@ -459,6 +464,8 @@ class Scheduler:
         rerun: Callable[[], GroupResult] | None = None,
     ) -> Decision:
         preempted = self._post_filter(pg, pods, result, rerun) if result.code == Code.UNSCHEDULABLE else None
+        if preempted is not None and self.backfill is not None:
+            preempted = self._unless_delaying(root, preempted, result, now)
         d = Decision()
         placed = bind(d, self._node_names(), result.placed)
         for pi in pods:
@@ -469,6 +476,8 @@ class Scheduler:
             group_condition(d, "PodGroup", pg, result.code, result.message)
         if result.code == Code.SUCCESS and len(placed) == len(pods):
             self.queue.remove(root.key)
+            if self.backfill is not None:
+                self.backfill.forget(root.key)
         else:
             self.queue.requeue_failed(root.key, now, len(pods))
         if preempted is not None:
@@ -481,8 +490,29 @@ class Scheduler:
             self.queue.move_to_active(root.key)
         return d
 
+    def _backfill_nodes(self, root: QueuedRoot, now: float) -> BoolArray | None:
+        """Under gang-backfill, the nodes this root may take without delaying a reservation (backfill.py)."""
+        return self.backfill.allowed(root.key, now) if self.backfill is not None else None
+
     def _node_names(self) -> list[str]:
         return self._snap.node_names if self._snap is not None else []
+
+    def _unless_delaying(
+        self, root: QueuedRoot, preempted: Decision, result: GroupResult, now: float
+    ) -> Decision | None:
+        """No eviction for a preemptor that would then delay a reservation: the preemption is dropped and
+        the reason appended to the root's failure, as a PostFilter reason is."""
+        assert self.backfill is not None
+        snap = self._evaluator().snap
+        nodes = [snap.index[n.node] for n in preempted.nominations if n.node in snap.index]
+        held = self.backfill.delayed_by(root.key, nodes, now)
+        if held is None:
+            return preempted
+        reason = f"backfill: preemption would delay the reservation of {held[1]}/{held[2]}"
+        result.message = f"{result.message}, {reason}"
+        for key, failure in result.failures.items():  # a lone pod's message is its own failure
+            result.failures[key] = f"{failure}, {reason}"
+        return None
 
     def _post_filter(
         self, pg: Any, pods: list[PodInfo], result: GroupResult, rerun: Callable[[], GroupResult] | None
@@ -509,7 +539,8 @@ class Scheduler:
         if error:
             result = TreeResult(Code.ERROR, error)
         else:
-            result = evaluate(self._evaluator(), tree, None, self.profile.placement_limit)
+            allowed = self._backfill_nodes(root, now)
+            result = evaluate(self._evaluator(), tree, allowed, self.profile.placement_limit)
         return self._finish_tree(root, nodes, pending, result, now, invalid=invalid is not None)
 
     def _finish_tree(
@@ -527,6 +558,8 @@ class Scheduler:
         record_tree(d, self.store, nodes, pending, placed, result, invalid=invalid)
         if result.code == Code.SUCCESS and len(placed) == len(pending):
             self.queue.remove(root.key)
+            if self.backfill is not None:
+                self.backfill.forget(root.key)
         else:
             self.queue.requeue_failed(root.key, now, len(pending))
         return d

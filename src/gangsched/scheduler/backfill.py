@@ -1,0 +1,225 @@
+"""Reservations and backfill (queue policy `gang-backfill`): big gangs start in bounded time, small work
+still fills the gaps.
+
+Slurm's backfill scheduler, applied to roots (see docs/backfill.md for its rules and sources):
+1. The plan. Every `interval` seconds at most, and whenever something it rests on changed (work started or
+   ended, a root was added or a reserved one left), the waiting roots that have already failed a cycle are
+   taken in order of effective priority (priority + aging, then creation). Each gets its earliest start
+   around the reservations made before it (plan.py). The first `depth` of them keep that start as a
+   reservation of concrete nodes (depth 1: EASY backfill; None: every one, conservative); one that can
+   start now is also woken for a cycle, and its nodes are held until it has taken them.
+2. Backfill. Any root's cycle runs on the nodes no reservation holds before the root is expected to end
+   (now + its estimate; no estimate: forever), so it starts only where it delays no reservation. A root's own
+   reservation never holds against itself.
+3. Preemption obeys the same rule: a preemption whose preemptor would take nodes a reservation holds before
+   the preemptor's expected end is not carried out.
+4. Slip: when a replan moves a reservation later, the slip is recorded with its cause (work that overran its
+   estimate on the reserved nodes, or reservations now ahead of it).
+5. Aging: effective priority = priority + min(cap, rate x hours waited), so a starved root eventually heads
+   the plan and gets the reservation.
+
+State is kept between cycles; nothing here writes to the store or emits a Decision.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .estimates import Estimate, History
+from .plan import (
+    EPOCH,
+    INFINITE,
+    PlanSettings,
+    Reservation,
+    RunningWork,
+    earliest_start,
+    root_estimate,
+    running_work,
+)
+from .plugins import BoolArray
+from .queue import QueuedRoot, RootKey
+
+if TYPE_CHECKING:
+    from .scheduler import Scheduler
+
+__all__ = ["Backfill", "BackfillSettings", "Slip"]
+
+
+@dataclass(frozen=True, slots=True)
+class BackfillSettings:
+    """`depth`: roots that get a reservation (0 none, 1 EASY, None all: conservative). `window` and
+    `resolution`: Slurm's bf_window / bf_resolution (s). `interval`: bf_interval, the longest a plan is kept
+    (s). `aging_rate`: priority points per hour waited, up to `aging_cap` points. `max_job_test`: how many
+    waiting roots one plan looks at (bf_max_job_test)."""
+
+    depth: int | None = 1
+    window: float = 86_400.0
+    resolution: float = 60.0
+    interval: float = 30.0
+    aging_rate: float = 0.0
+    aging_cap: float = 0.0
+    max_job_test: int = 100
+
+    def __post_init__(self) -> None:
+        if self.depth is not None and self.depth < 0:
+            raise ValueError("reservation depth must be >= 0 or 'all'")
+        if self.interval < 0 or self.aging_rate < 0 or self.aging_cap < 0 or self.max_job_test < 1:
+            raise ValueError("backfill interval, aging rate and cap must be >= 0, max_job_test >= 1")
+        PlanSettings(self.window, self.resolution)  # validates them
+
+    @property
+    def plan(self) -> PlanSettings:
+        return PlanSettings(self.window, self.resolution)
+
+
+@dataclass(frozen=True, slots=True)
+class Slip:
+    """A reservation moved later at time `at`: from `old_start` to `new_start`, because of `causes`."""
+
+    root: RootKey
+    at: float
+    old_start: float
+    new_start: float
+    causes: tuple[str, ...]
+
+
+def _name(root: RootKey) -> str:
+    return f"{root[0]} {root[1]}/{root[2]}"
+
+
+@dataclass(slots=True)
+class Backfill:
+    """The reservations of one scheduler and the rules that protect them. Not thread-safe."""
+
+    scheduler: Scheduler
+    settings: BackfillSettings
+    history: History | None = None
+    reservations: dict[RootKey, Reservation] = field(default_factory=dict)
+    slips: list[Slip] = field(default_factory=list)
+    first_eta: dict[RootKey, float] = field(default_factory=dict)
+    planned_at: float = -math.inf
+    dirty: bool = True
+    _first_seen: dict[RootKey, float] = field(default_factory=dict)
+    _estimates: dict[RootKey, Estimate] = field(default_factory=dict)
+
+    # --- what changes the plan ---------------------------------------------------------------------------
+    def touch(self) -> None:
+        """Something the plan rests on changed (work started or ended, roots came or went)."""
+        self.dirty = True
+
+    def forget(self, root: RootKey) -> None:
+        """The root started or left: its reservation is released."""
+        if self.reservations.pop(root, None) is not None:
+            self.dirty = True
+        self._estimates.pop(root, None)
+
+    # --- order ---------------------------------------------------------------------------------------------
+    def submitted(self, root: QueuedRoot, now: float) -> float:
+        """When the root was submitted (creation time, else when the plan first saw it), in store seconds."""
+        created = root.timestamp[0]
+        if created > 0:
+            return created - EPOCH.timestamp()
+        return self._first_seen.setdefault(root.key, now)
+
+    def effective_priority(self, root: QueuedRoot, now: float) -> float:
+        s = self.settings
+        waited_h = max(0.0, now - self.submitted(root, now)) / 3600.0
+        return root.priority + min(s.aging_cap, s.aging_rate * waited_h)
+
+    def order(self, now: float) -> list[QueuedRoot]:
+        """Roots that failed a cycle and still wait, by effective priority, then creation, then arrival."""
+        waiting = [r for r in self.scheduler.queue.roots() if r.attempts > 0]
+        return sorted(waiting, key=lambda r: (-self.effective_priority(r, now), r.timestamp, r.seq))
+
+    def estimate(self, root: RootKey) -> Estimate:
+        cached = self._estimates.get(root)
+        if cached is None:
+            cached = root_estimate(self.scheduler, root, self.history)
+            self._estimates[root] = cached
+        return cached
+
+    # --- the plan ------------------------------------------------------------------------------------------
+    def replan(self, now: float) -> None:
+        """Make the reservations afresh (step 1 of the module docstring) and record slips."""
+        s = self.settings
+        settings = s.plan
+        old = self.reservations
+        running = running_work(self.scheduler, now, settings, self.history)
+        held: list[Reservation] = []
+        for queued in self.order(now)[: s.max_job_test]:
+            if s.depth is not None and len(held) >= s.depth:
+                break
+            place = self.scheduler.placer(queued.key)
+            if place is None:
+                continue
+            r = earliest_start(
+                self.scheduler, queued.key, place, self.estimate(queued.key), running, held, now, settings
+            )
+            if r is None:
+                continue
+            self.first_eta.setdefault(queued.key, r.start)
+            before = old.get(queued.key)
+            if before is not None and r.start > before.start + 1e-9:
+                causes = self._causes(before, r, running, now)
+                self.slips.append(Slip(queued.key, now, before.start, r.start, causes))
+            if r.start <= now:
+                # It fits now: give it its cycle, and hold its nodes until then, or roots before it in queue
+                # order (priority without aging) would take them first.
+                self.scheduler.queue.move_to_active(queued.key)
+            held.append(r)
+        self.reservations = {r.root: r for r in held}
+        self.planned_at, self.dirty = now, False
+
+    @staticmethod
+    def _causes(
+        before: Reservation, after: Reservation, running: list[RunningWork], now: float
+    ) -> tuple[str, ...]:
+        """Why a reservation moved later: work it waited for that ran past its estimate (still running past
+        it, or gone only after its expected end), or reservations that came ahead of it."""
+        still = {w.root: w for w in running}
+        late = [
+            b
+            for b in before.blockers
+            if (b.root in still and still[b.root].overrun) or (b.root not in still and b.end < now)
+        ]
+        causes = [
+            f"{_name(b.root)} ran past its estimate of {b.estimate.seconds or 0:.0f}s"
+            f" (expected to end at t={b.end:.0f}s)"
+            for b in late
+        ]
+        causes += [f"reservation of {_name(a)} ahead of it" for a in after.ahead if a not in before.ahead]
+        return tuple(causes) or ("the nodes it waits for are expected later than planned",)
+
+    def _fresh(self, now: float) -> None:
+        if self.dirty or now >= self.planned_at + self.settings.interval:
+            self.replan(now)
+
+    # --- the rules -----------------------------------------------------------------------------------------
+    def allowed(self, root: RootKey, now: float) -> BoolArray | None:
+        """Nodes root `root` may use now without delaying any other root's reservation; None: every node."""
+        self._fresh(now)
+        others = [r for k, r in self.reservations.items() if k != root]
+        if not others:
+            return None
+        est = self.estimate(root).seconds
+        end = now + est if est is not None else INFINITE
+        mask = np.ones(len(self.scheduler.snapshot()), dtype=bool)
+        for r in others:
+            if r.holds(now, end):
+                mask[sorted(r.nodes)] = False
+        return mask
+
+    def delayed_by(self, root: RootKey, nodes: Iterable[int], now: float) -> RootKey | None:
+        """The reservation that `root` taking `nodes` now would delay (for preemption), or None."""
+        taken = set(nodes)
+        est = self.estimate(root).seconds
+        end = now + est if est is not None else INFINITE
+        for k, r in self.reservations.items():
+            if k != root and r.holds(now, end) and r.nodes & taken:
+                return k
+        return None

@@ -1,0 +1,171 @@
+"""Reservations and backfill on schedules computed by hand (module docstring of backfill.py).
+
+The world is scripted: every pod runs exactly its true run time once bound, then is deleted; the scheduler
+sees only the estimates (`gangsched.io/expected-duration`). Everything is created at t = 0 in input order.
+
+Workload W on n1, n2 (4 GPUs each), running at t = 0: r1 on n1 (4 GPUs, ends 100), r2 on n2 (2 GPUs, 300).
+Waiting, in order: gang G (2 x 4 GPUs, 500 s), S1 (2 GPUs, 200 s), S2 (2 GPUs, 50 s), S3 (2 GPUs, 400 s).
+- gang (greedy): S1 takes n2's 2 free GPUs at 0; at 100 S2 and S3 take n1; G needs both nodes empty:
+  n1 is free again at 500 (S3 ends): G 500.
+- gang-strict-fifo: nothing overtakes G, which starts when r2 ends: G 300; S1, S2, S3 start when G ends, 800.
+- gang-backfill depth 1: G reserves n1 + n2 from 300. S1 (0..200) ends before 300: backfilled at 0 on n2.
+  S2 (100..150) too, on n1 at 100. S3 (100..500) would delay G: refused, starts when G ends, 800.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+import pytest
+
+from gangsched.scheduler import Profile
+from gangsched.scheduler.backfill import BackfillSettings
+from tests.scheduler.plan_objects import START, gang, node, pod, scheduler_for
+
+TRUE = {"r1": 100.0, "r2": 300.0, "g-0": 500.0, "g-1": 500.0, "s1": 200.0, "s2": 50.0, "s3": 400.0}
+
+
+def workload(r2_estimate: str = "300") -> list[dict[str, Any]]:
+    return [
+        node("n1"),
+        node("n2"),
+        pod("r1", 4, on="n1", duration="100"),
+        pod("r2", 2, on="n2", duration=r2_estimate),
+        *gang("g", 2, 4, duration="500"),
+        pod("s1", 2, duration="200"),
+        pod("s2", 2, duration="50"),
+        pod("s3", 2, duration="400"),
+    ]
+
+
+def replay(
+    objects: list[dict[str, Any]],
+    profile: Profile,
+    true: dict[str, float],
+    arrivals: tuple[float, list[dict[str, Any]]] | None = None,
+) -> tuple[dict[str, float], Any]:
+    """Start time of every pod; each runs `true[name]` seconds once bound, then is deleted. `arrivals`:
+    (time, objects) created later."""
+    store, scheduler = scheduler_for(objects, profile)
+    later = scheduler_for(arrivals[1])[0] if arrivals else None
+    now = 0.0
+    store.clock = lambda: now
+    starts: dict[str, float] = {}
+    ends: list[tuple[float, str]] = []
+    for _ in range(10_000):
+        if later is not None and arrivals is not None and now >= arrivals[0]:
+            store.add_all([o for kind in ("PodGroup", "Pod") for o in later.list(kind)])
+            later = None
+        while (decision := scheduler.schedule_one(now)) is not None:
+            store.apply(decision)
+        for p in store.list("Pod"):
+            name = p.metadata.name
+            if p.spec.nodeName and name not in starts:
+                starts[name] = 0.0 if p.status and p.status.startTime else now
+                heapq.heappush(ends, (starts[name] + true[name], name))
+        ready = scheduler.queue.next_ready_at()
+        arrival = arrivals[0] if later is not None and arrivals is not None else None
+        times = [t for t in (ends[0][0] if ends else None, ready, arrival) if t is not None]
+        if not times:
+            return starts, scheduler
+        now = max(now, min(times))
+        while ends and ends[0][0] <= now:
+            _, name = heapq.heappop(ends)
+            store.delete("Pod", ("default", name))
+    raise AssertionError("no end")
+
+
+BACKFILL = Profile(backfill=BackfillSettings(depth=1))
+
+
+@pytest.mark.parametrize(
+    ("profile", "want"),
+    [
+        (Profile(), {"g-0": 500, "s1": 0, "s2": 100, "s3": 100}),
+        (BACKFILL, {"g-0": 300, "s1": 0, "s2": 100, "s3": 800}),
+    ],
+    ids=["gang", "gang-backfill-depth-1"],
+)
+def test_the_same_workload_under_each_policy(profile: Profile, want: dict[str, float]) -> None:
+    starts, _ = replay(workload(), profile, TRUE)
+    assert {k: starts[k] for k in want} == want
+    assert starts["g-1"] == starts["g-0"]
+
+
+def test_backfilled_job_ends_before_the_reservation_and_a_delaying_one_is_refused() -> None:
+    starts, scheduler = replay(workload(), BACKFILL, TRUE)
+    assert starts["s1"] + TRUE["s1"] <= starts["g-0"]  # S1 and S2 were backfilled ahead of G ...
+    assert starts["s2"] < starts["g-0"] and starts["s2"] + TRUE["s2"] <= starts["g-0"]
+    assert starts["s3"] == starts["g-0"] + TRUE["g-0"]  # ... S3 was not: it would have delayed G
+    assert scheduler.backfill.first_eta[("PodGroup", "default", "g")] == 300.0
+    assert scheduler.backfill.slips == []
+
+
+def test_overrun_pushes_the_reservation_and_the_slip_names_its_cause() -> None:
+    """r2 is estimated at 300 s but runs 400 s: G, planned for 300, starts at 400 and the slip says why."""
+    true = {**TRUE, "r2": 400.0}
+    starts, scheduler = replay(workload(), BACKFILL, true)
+    assert starts["g-0"] == 400.0
+    (slip,) = scheduler.backfill.slips
+    assert (slip.root, slip.old_start, slip.new_start) == (("PodGroup", "default", "g"), 300.0, 400.0)
+    assert slip.causes == ("Pod default/r2 ran past its estimate of 300s (expected to end at t=300s)",)
+
+
+def starved(aging: BackfillSettings) -> dict[str, float]:
+    """n1 (4 GPUs) runs h0..h3 (1 GPU each, ending 100, 200, 300, 400). Waiting: l (4 GPUs, priority 0,
+    100 s, created 2000 s ago) and then h-1..h-8 (1 GPU, priority 10, 400 s each, created now).
+    Without aging the priority-10 pods head the plan one after another and take every GPU that frees:
+    h-1..h-4 at 100..400, h-5..h-8 at 500..800, l only at 1200 when the last ends. With aging at 36
+    points/hour (0.01/s) capped at 20, l's effective priority is 20 from the start (2000 s waited), the h's
+    stay below 20 until t = 1000 and tie after (l is older): l heads the plan, is reserved from 400 when h3
+    ends, no h may start before (each would run past 400), l runs 400..500, then h-1..h-4 at 500 and
+    h-5..h-8 at 900."""
+    objects = [
+        node("n1"),
+        *[pod(f"h{i}", 1, on="n1", duration=str(100 * (i + 1)), priority=10) for i in range(4)],
+    ]
+    objects.append(pod("l", 4, duration="100", priority=0, created="2025-12-31T23:26:40Z"))
+    objects += [pod(f"h-{i}", 1, duration="400", priority=10, created=START) for i in range(1, 9)]
+    true = (
+        {f"h{i}": 100.0 * (i + 1) for i in range(4)} | {"l": 100.0} | {f"h-{i}": 400.0 for i in range(1, 9)}
+    )
+    starts, _ = replay(objects, Profile(backfill=aging), true)
+    return {k: v for k, v in starts.items() if not k.startswith("h") or k.startswith("h-")}
+
+
+def test_without_aging_the_big_pod_waits_for_every_higher_priority_one() -> None:
+    starts = starved(BackfillSettings(depth=1))
+    assert starts == {"l": 1200.0} | {f"h-{i}": 100.0 * i for i in range(1, 9)}
+
+
+def test_aging_lets_the_starved_pod_overtake() -> None:
+    starts = starved(BackfillSettings(depth=1, aging_rate=36.0, aging_cap=20.0))
+    assert starts == {"l": 400.0} | {f"h-{i}": 500.0 for i in range(1, 5)} | {
+        f"h-{i}": 900.0 for i in range(5, 9)
+    }
+
+
+def test_no_preemption_that_would_delay_a_reservation() -> None:
+    """n1 runs x (4 GPUs, 1000 s), n2 runs y (4 GPUs, 100 s); gang g (2 x 4 GPUs, 500 s, priority 100, never
+    preempts) is reserved from 1000. At 50 a priority-100 pod p (4 GPUs, 2000 s) arrives, behind g: under gang
+    it evicts a priority-0 victim at once; under gang-backfill it would hold a node past 1000, so nothing is
+    evicted, and when y ends at 100 p may not take n2 either: g starts at 1000 and p when g ends (1500)."""
+    objects = [
+        node("n1"),
+        node("n2"),
+        pod("x", 4, on="n1", duration="1000"),
+        pod("y", 4, on="n2", duration="100"),
+        *gang("g", 2, 4, duration="500", priority=100, preempts=False),
+    ]
+    urgent = [pod("p", 4, duration="2000", priority=100)]
+    true = {"x": 1000.0, "y": 100.0, "g-0": 500.0, "g-1": 500.0, "p": 2000.0}
+    starts, scheduler = replay(objects, BACKFILL, true, (50.0, urgent))
+    assert scheduler.store.evictions == []
+    assert (starts["g-0"], starts["p"]) == (1000.0, 1500.0)
+    events = [e.message for e in scheduler.store.events if e.object == "Pod default/p"]
+    assert any(m.endswith("backfill: preemption would delay the reservation of default/g") for m in events), (
+        events
+    )
+    starts, scheduler = replay(objects, Profile(), true, (50.0, urgent))
+    assert [e.pod[1] for e in scheduler.store.evictions] in (["x"], ["y"])
