@@ -2,8 +2,9 @@
 still fills the gaps.
 
 Slurm's backfill scheduler, applied to roots (see docs/backfill.md for its rules and sources):
-1. The plan. Every `interval` seconds at most, and whenever something it rests on changed (work started or
-   ended, a root was added or a reserved one left), the waiting roots that have already failed a cycle are
+1. The plan. At the latest `interval` seconds after work started or ended (Slurm's bf_interval), and at
+   once when a reserved root started or left or a root failed with fewer than `depth` reservations held,
+   the waiting roots that have already failed a cycle are
    taken in order of effective priority (priority + aging, then creation). Each gets its earliest start
    around the reservations made before it (plan.py). The first `depth` of them keep that start as a
    reservation of concrete nodes (depth 1: EASY backfill; None: every one, conservative); one that can
@@ -103,20 +104,29 @@ class Backfill:
     slips: list[Slip] = field(default_factory=list)
     first_eta: dict[RootKey, float] = field(default_factory=dict)
     planned_at: float = -math.inf
-    dirty: bool = True
+    dirty: bool = True  # the plan is wrong now: redo it before the next cycle
+    changed: bool = True  # work started or ended since the plan: redo it once `interval` has passed
     _first_seen: dict[RootKey, float] = field(default_factory=dict)
     _estimates: dict[RootKey, Estimate] = field(default_factory=dict)
 
     # --- what changes the plan ---------------------------------------------------------------------------
     def touch(self) -> None:
-        """Something the plan rests on changed (work started or ended, roots came or went)."""
-        self.dirty = True
+        """Work started or ended, or roots came: the plan is redone at the latest `interval` later. Until
+        then its reservations stand: work that ends early only makes them safe, overruns are seen then."""
+        self.changed = True
 
     def forget(self, root: RootKey) -> None:
-        """The root started or left: its reservation is released."""
+        """The root started or left: its reservation is released and the next head gets one at once."""
         if self.reservations.pop(root, None) is not None:
             self.dirty = True
         self._estimates.pop(root, None)
+
+    def failed(self, root: RootKey) -> None:
+        """The root's cycle failed: if it holds no reservation while fewer than `depth` are held, replan
+        before the next cycle, so that the head is protected at once rather than an interval later."""
+        depth = self.settings.depth
+        if root not in self.reservations and (depth is None or len(self.reservations) < depth):
+            self.dirty = True
 
     # --- order ---------------------------------------------------------------------------------------------
     def submitted(self, root: QueuedRoot, now: float) -> float:
@@ -149,7 +159,7 @@ class Backfill:
         s = self.settings
         settings = s.plan
         old = self.reservations
-        running = running_work(self.scheduler, now, settings, self.history)
+        running = running_work(self.scheduler, now, settings, self.history, self._estimates)
         held: list[Reservation] = []
         for queued in self.order(now)[: s.max_job_test]:
             if s.depth is not None and len(held) >= s.depth:
@@ -165,7 +175,7 @@ class Backfill:
             self.first_eta.setdefault(queued.key, r.start)
             before = old.get(queued.key)
             if before is not None and r.start > before.start + 1e-9:
-                causes = self._causes(before, r, running, now)
+                causes = self._causes(before, r, running.works, now)
                 self.slips.append(Slip(queued.key, now, before.start, r.start, causes))
             if r.start <= now:
                 # It fits now: give it its cycle, and hold its nodes until then, or roots before it in queue
@@ -173,7 +183,7 @@ class Backfill:
                 self.scheduler.queue.move_to_active(queued.key)
             held.append(r)
         self.reservations = {r.root: r for r in held}
-        self.planned_at, self.dirty = now, False
+        self.planned_at, self.dirty, self.changed = now, False, False
 
     @staticmethod
     def _causes(
@@ -196,7 +206,7 @@ class Backfill:
         return tuple(causes) or ("the nodes it waits for are expected later than planned",)
 
     def _fresh(self, now: float) -> None:
-        if self.dirty or now >= self.planned_at + self.settings.interval:
+        if self.dirty or (self.changed and now >= self.planned_at + self.settings.interval):
             self.replan(now)
 
     # --- the rules -----------------------------------------------------------------------------------------

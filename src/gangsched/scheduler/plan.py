@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -132,19 +132,39 @@ def root_estimate(scheduler: Scheduler, root: RootKey, history: History | None =
     return max(estimates, key=lambda e: e.seconds or 0.0)
 
 
+@dataclass(slots=True)
+class Running:
+    """Running work by expected end, with its pods' usage as arrays (per resource row and pod), so that
+    what is free at each candidate time is a few numpy operations rather than a loop over pods."""
+
+    works: list[RunningWork]
+    releases: npt.NDArray[np.float64]  # per work: its end rounded up to the plan's grid
+    pod_work: npt.NDArray[np.intp]  # per pod: index of its work
+    pod_node: npt.NDArray[np.intp]
+    pod_use: npt.NDArray[np.int64]  # [resource row, pod]
+
+
 def running_work(
-    scheduler: Scheduler, now: float, settings: PlanSettings, history: History | None = None
-) -> list[RunningWork]:
-    """Every root with bound, unfinished pods on known nodes, by expected end (then by root)."""
+    scheduler: Scheduler,
+    now: float,
+    settings: PlanSettings,
+    history: History | None = None,
+    estimates: dict[RootKey, Estimate] | None = None,
+) -> Running:
+    """Every root with bound, unfinished pods on known nodes, by expected end (then by root). `estimates`
+    caches roots' estimates between calls (a running root's does not change)."""
     snap = scheduler.snapshot()
     by_root: dict[RootKey, list[Any]] = {}
     for pi in scheduler.pods():
         pod = pi.pod
-        if pod.spec.nodeName and not is_terminal(pod) and pi.key in snap.placed:
+        if pod.spec.nodeName and pi.key in snap.placed and not is_terminal(pod):
             by_root.setdefault(scheduler.root_of(pi), []).append(pi)
-    out = []
+    cache = estimates if estimates is not None else {}
+    works = []
     for root, infos in by_root.items():
-        estimate = root_estimate(scheduler, root, history)
+        estimate = cache.get(root)
+        if estimate is None:
+            estimate = cache[root] = root_estimate(scheduler, root, history)
         starts = [t for pi in infos if (t := _started_at(pi.pod)) is not None]
         start = min(starts) if starts else now
         end = start + estimate.seconds if estimate.seconds is not None else INFINITE
@@ -152,24 +172,23 @@ def running_work(
         if overrun:
             end = now + settings.resolution
         nodes = frozenset(snap.placed[pi.key][0] for pi in infos)
-        out.append(RunningWork(root, tuple(pi.key for pi in infos), nodes, start, end, estimate, overrun))
-    out.sort(key=lambda w: (w.end, w.root))
-    return out
-
-
-@dataclass(slots=True)
-class _Released:
-    """Running work taken out of the snapshot as time advances, put back by `restore`."""
-
-    scheduler: Scheduler
-    undo: list[Callable[[], None]] = field(default_factory=list)
-
-    def take_out(self, work: RunningWork) -> None:
-        self.undo.append(self.scheduler.snapshot().remove_many(work.pods))
-
-    def restore(self) -> None:
-        while self.undo:
-            self.undo.pop()()
+        works.append(RunningWork(root, tuple(pi.key for pi in infos), nodes, start, end, estimate, overrun))
+    works.sort(key=lambda w: (w.end, w.root))
+    keys = [(i, key) for i, w in enumerate(works) for key in w.pods]
+    use = np.zeros((len(snap.resources), len(keys)), dtype=np.int64)
+    nodes_of = np.zeros(len(keys), dtype=np.intp)
+    for j, (_, key) in enumerate(keys):
+        node, vec = snap.placed[key]
+        nodes_of[j] = node
+        for row, v in vec.rows:
+            use[row, j] = v
+    return Running(
+        works,
+        np.array([settings.round_up(w.end) for w in works], dtype=np.float64),
+        np.array([i for i, _ in keys], dtype=np.intp),
+        nodes_of,
+        use,
+    )
 
 
 def _free_of(reservations: Iterable[Reservation], start: float, end: float, n: int) -> BoolArray:
@@ -182,42 +201,40 @@ def _free_of(reservations: Iterable[Reservation], start: float, end: float, n: i
 
 def _could_fit(
     scheduler: Scheduler,
-    place_root: RootKey,
+    root: RootKey,
     place: Placer,
-    times: Sequence[float],
-    running: Sequence[RunningWork],
+    times: npt.NDArray[np.float64],
+    running: Running,
     reservations: Sequence[Reservation],
     duration: float,
-    settings: PlanSettings,
 ) -> npt.NDArray[np.bool_]:
     """For each time, whether the root could fit then: exact capacity arithmetic for pods of one equivalence
     class (greedy placement of identical pods fits min(pods, sum over nodes of how many each node takes), as
     topology.py's fast path uses), all True otherwise. Only the times it marks get a real cycle."""
     out = np.ones(len(times), dtype=bool)
-    if place.tree or len({pi.signature for pi in place.pods}) != 1 or not times:
+    if place.tree or len({pi.signature for pi in place.pods}) != 1 or not len(times):
         return out
     ev = scheduler.evaluator()
     snap = ev.snap
     c = ev.equivalence_class(place.pods[0])
     rows = [row for row, _ in c.vec.rows]
-    index = {row: i for i, row in enumerate(rows)}
-    t_arr = np.asarray(times)
-    free = np.repeat((snap.alloc[rows] - snap.used[rows])[None, :, :], len(times), axis=0)
-    for work in running:
-        k = int(np.searchsorted(t_arr, settings.round_up(work.end), side="left"))
-        if k >= len(times) or work.end == INFINITE or work.root == place_root:
-            continue
-        for key in work.pods:
-            node, vec = snap.placed[key]
-            for row, v in vec.rows:
-                i = index.get(row)
-                if i is not None:
-                    free[k:, i, node] += v
+    n_times, n_nodes = len(times), len(snap)
+    # Usage each pod gives back, at the first candidate time at or after its work's end.
+    work_k = np.searchsorted(times, running.releases, side="left")
+    own = np.array([w.root == root for w in running.works], dtype=bool)
+    work_k[own] = n_times
+    pod_k = work_k[running.pod_work] if len(running.pod_work) else np.zeros(0, dtype=np.intp)
+    valid = pod_k < n_times
+    free = np.zeros((n_times, len(rows), n_nodes), dtype=np.int64)
+    for i, row in enumerate(rows):
+        np.add.at(free[:, i, :], (pod_k[valid], running.pod_node[valid]), running.pod_use[row, valid])
+    np.cumsum(free, axis=0, out=free)
+    free += (snap.alloc[rows] - snap.used[rows])[None, :, :]
     need = np.array([v for _, v in c.vec.rows], dtype=np.int64)[None, :, None]
     cap = np.maximum(free // need, 0).min(axis=1)  # pods per node at each time
     cap[:, ~c.static_ok] = 0
     for r in reservations:
-        held = (t_arr < r.end) & (r.start < t_arr + duration)
+        held = (times < r.end) & (r.start < times + duration)
         cols = np.array(sorted(r.nodes), dtype=np.intp)
         cap[np.flatnonzero(held)[:, None], cols[None, :]] = 0
     if place.topology_key is None:
@@ -228,7 +245,7 @@ def _could_fit(
         values = snap.label_values.get(place.topology_key, {})
         allowed &= np.isin(codes, [values[d] for d in place.fixed_domains if d in values])
     cap[:, ~allowed] = 0
-    per_domain = np.zeros((len(times), max(int(codes.max()) + 1, 1)), dtype=np.int64)
+    per_domain = np.zeros((n_times, max(int(codes.max()) + 1, 1)), dtype=np.int64)
     np.add.at(per_domain.T, np.where(allowed, codes, 0), cap.T)
     return np.asarray(per_domain.max(axis=1) >= place.needs)
 
@@ -238,33 +255,38 @@ def earliest_start(
     root: RootKey,
     place: Placer,
     estimate: Estimate,
-    running: Sequence[RunningWork],
+    running: Running,
     reservations: Sequence[Reservation],
     now: float,
     settings: PlanSettings,
 ) -> Reservation | None:
     """The first time in [now, now + window] at which `place` fits the root around `reservations`, with the
-    nodes it then takes; None if it fits at no such time (or only with work of unknown end gone)."""
-    n = len(scheduler.snapshot())
+    nodes it then takes; None if it fits at no such time (or only with work of unknown end gone).
+
+    Candidate times are now and the (rounded) expected ends of running work and of reservations. The
+    snapshot is left as found."""
+    snap = scheduler.snapshot()
     duration = estimate.seconds if estimate.seconds is not None else INFINITE
     horizon = now + settings.window
-    ends = {settings.round_up(w.end) for w in running if w.end < INFINITE}
+    ends = set(running.releases[running.releases < INFINITE].tolist())
     ends |= {settings.round_up(r.end) for r in reservations if r.end < INFINITE}
-    times = sorted(t for t in ends | {now} if now <= t <= horizon)
-    could = _could_fit(scheduler, root, place, times, running, reservations, duration, settings)
-    released = _Released(scheduler)
+    times = np.array(sorted(t for t in ends | {now} if now <= t <= horizon), dtype=np.float64)
+    could = _could_fit(scheduler, root, place, times, running, reservations, duration)
+    undo: list[Callable[[], None]] = []
     gone: list[RunningWork] = []
-    pending = list(running)
+    next_work = 0
     try:
-        for t, maybe in zip(times, could, strict=True):
-            if not maybe:
-                continue
-            while pending and settings.round_up(pending[0].end) <= t:
-                work = pending.pop(0)
+        for t in times[could].tolist():
+            batch: list[PodKey] = []
+            while next_work < len(running.works) and running.releases[next_work] <= t:
+                work = running.works[next_work]
+                next_work += 1
                 if work.root != root:
-                    released.take_out(work)
+                    batch.extend(work.pods)
                     gone.append(work)
-            result = place(_free_of(reservations, t, t + duration, n))
+            if batch:
+                undo.append(snap.remove_many(batch))
+            result = place(_free_of(reservations, t, t + duration, len(snap)))
             if result.code != Code.SUCCESS:
                 continue
             nodes = frozenset(node for _, node in result.placed)
@@ -275,7 +297,8 @@ def earliest_start(
             return Reservation(root, t, t + duration, nodes, domain, estimate, blockers, ahead)
         return None
     finally:
-        released.restore()
+        while undo:
+            undo.pop()()
 
 
 def plan_queue(
@@ -285,7 +308,7 @@ def plan_queue(
     settings: PlanSettings,
     *,
     history: History | None = None,
-    running: Sequence[RunningWork] | None = None,
+    running: Running | None = None,
 ) -> dict[RootKey, Reservation | None]:
     """Conservative plan of `order` (pending roots, most important first): each root's earliest start
     around the nodes every root before it holds, whether that root starts now or later (what Slurm's

@@ -480,6 +480,8 @@ class Scheduler:
                 self.backfill.forget(root.key)
         else:
             self.queue.requeue_failed(root.key, now, len(pods))
+            if self.backfill is not None:
+                self.backfill.failed(root.key)
         if preempted is not None:
             d.extend(preempted)
             # Evictions make room for it: retry at once rather than after a backoff. A preemption that
@@ -562,6 +564,8 @@ class Scheduler:
                 self.backfill.forget(root.key)
         else:
             self.queue.requeue_failed(root.key, now, len(pending))
+            if self.backfill is not None:
+                self.backfill.failed(root.key)
         return d
 
 
