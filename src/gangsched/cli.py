@@ -196,8 +196,7 @@ def explain(
     except ValueError as e:
         raise BadInput(str(e)) from e
     objects, problems = expanded_inputs(paths, gates)
-    _fail_on_problems(problems)
-    apply_defaults(objects)
+    _fail_on_problems(problems)  # expanded_inputs defaulted every object, the created ones too
     settled = settle(objects, gates, seed=seed)
     root = _explain_target(settled.store, settled.scheduler, target)
     answer = explain_root(settled.scheduler, root, settled.now, settings=settings)
