@@ -15,7 +15,7 @@ from typing import Any
 
 from lightkube.models import resource_v1
 
-from gangsched.api.cel import DeviceView, compile_selector, device_context, evaluate
+from gangsched.api.cel import DeviceView, compile_selector, device_context, evaluate, maps_used
 
 DRIVER = "dra.example.com"
 DEVICE = resource_v1.Device.from_dict(
@@ -50,7 +50,7 @@ def _rust() -> tuple[float, float, list[bool]]:
     for expr, _ in EXPRESSIONS:
         compile_selector.__wrapped__(expr)  # uncached
     compile_us = (time.perf_counter() - t0) / len(EXPRESSIONS) * 1e6
-    contexts = [device_context(view, compile_selector(e)[1]) for e, _ in EXPRESSIONS]
+    contexts = [device_context(view, compile_selector(e)[1], maps_used(e)) for e, _ in EXPRESSIONS]
     results = [evaluate(e, c) for (e, _), c in zip(EXPRESSIONS, contexts, strict=True)]
     t0 = time.perf_counter()
     for _ in range(ROUNDS):

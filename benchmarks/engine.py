@@ -23,12 +23,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from dra_shape import dra_shape  # benchmarks/ is on sys.path when this file runs
 from lightkube.models import core_v1, scheduling_v1beta1
 
 from gangsched.api.defaults import apply_defaults
 from gangsched.api.gates import FeatureGates
 from gangsched.scheduler import Profile, Scheduler, run_until_stable
 from gangsched.store import Store
+from gangsched.store.claim_controller import sync_claims
 
 NODE_ALLOCATABLE = {"cpu": "4", "memory": "32Gi", "pods": "110"}  # scheduler_perf's node-default template
 POD_REQUESTS = {"cpu": "100m", "memory": "100Mi"}
@@ -140,7 +142,7 @@ def plugin_shape(
 
 
 # Upstream's scheduler_perf thresholds (pods/s) for the plugin shapes: the baseline they are compared with.
-THRESHOLDS = {"anti-affinity-2000": 180, "affinity-5000": 70, "spreading-5000": 460}
+THRESHOLDS = {"anti-affinity-2000": 180, "affinity-5000": 70, "spreading-5000": 460, "dra-template-500": 56}
 
 
 def rack_labels(i: int) -> dict[str, str]:
@@ -172,6 +174,8 @@ SHAPES: dict[str, Shape] = {
     "spreading-5000": lambda: plugin_shape(
         ["moon-1", "moon-2", "moon-3"], (5000, "default", "default"), (5000, "default", "spreading")
     ),
+    # dra/performance-config.yaml SchedulingWithResourceClaimTemplate 5000pods_500nodes (dra_shape.py)
+    "dra-template-500": lambda: dra_shape(500, 2500, 2500),
 }
 QUICK: dict[str, Shape] = {
     "gangs-1000x3": lambda: (nodes(500), gang_workload(100, 3)),
@@ -181,6 +185,7 @@ QUICK: dict[str, Shape] = {
     "anti-affinity-2000": lambda: plugin_shape(
         None, (100, "sched-0", "anti-affinity"), (200, "sched-1", "anti-affinity")
     ),
+    "dra-template-500": lambda: dra_shape(50, 250, 250),
 }
 
 
@@ -204,6 +209,9 @@ def run_shape(name: str, quick: bool, variant: str, extra: dict[str, Any], out: 
     gc.freeze()  # as gangsched schedule does once its objects are loaded
     start, cpu_start = time.perf_counter(), time.process_time()
     store.add_all(workload)
+    # The resourceclaim controller's work (claims from templates) is part of the measured phase, as it is
+    # in scheduler_perf where the controller runs beside the scheduler.
+    sync_claims(store, workload_claims=gates.enabled("DRAWorkloadResourceClaims"))
     run_until_stable(store, scheduler)
     seconds = time.perf_counter() - start
     cpu_seconds = time.process_time() - cpu_start

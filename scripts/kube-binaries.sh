@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Build (once) and print the paths of the real Kubernetes components the live tests start:
-#   kube-apiserver and kube-scheduler  from the Go module k8s.io/kubernetes@$KUBE_VERSION
+#   kube-apiserver, kube-scheduler     from the Go module k8s.io/kubernetes@$KUBE_VERSION
+#   kube-controller-manager            (same module; the live tests run only its persistentvolume-binder
+#                                      and resourceclaim controllers, so that volume binding and claims
+#                                      complete as on a real cluster)
 #   etcd                               from the Go module go.etcd.io/etcd/server/v3@$ETCD_VERSION
 # Binaries are cached under ${GANGSCHED_CACHE:-~/.cache/gangsched}/kube/$KUBE_VERSION/ (etcd under
 # .../etcd/$ETCD_VERSION/); a second run only checks them and prints the paths (idempotent). Output, one per line:
 #   kube-apiserver=/path
 #   kube-scheduler=/path
+#   kube-controller-manager=/path
 #   etcd=/path
 # The first build takes 10-25 minutes on 2 cores (`nice`d so other work on the machine keeps going).
 #
@@ -53,7 +57,9 @@ fetch_module() {
     need_go "$(awk '$1 == "go" {print $2; exit}' "$GOMOD")"
 }
 
-build_kube() {
+KUBE_COMMANDS="kube-apiserver kube-scheduler kube-controller-manager"
+
+build_kube() {  # $@: the commands to build (those missing or of another version)
     local work=$KUBE_DIR/build
     mkdir -p "$KUBE_DIR/bin"
     fetch_module "$work" "k8s.io/kubernetes@$KUBE_VERSION"
@@ -75,8 +81,9 @@ build_kube() {
         echo ")"
     } >"$work/go.mod"
     : >"$work/go.sum"
-    (cd "$work" && go get "k8s.io/kubernetes/cmd/kube-apiserver@$KUBE_VERSION" \
-        "k8s.io/kubernetes/cmd/kube-scheduler@$KUBE_VERSION")
+    local cmd pkgs=()
+    for cmd in $KUBE_COMMANDS; do pkgs+=("k8s.io/kubernetes/cmd/$cmd@$KUBE_VERSION"); done
+    (cd "$work" && go get "${pkgs[@]}")
     # The same version stamps as kubernetes' hack/lib/version.sh, so /version reports $KUBE_VERSION.
     local major minor ldflags="-s -w" date
     major=$(echo "$KUBE_VERSION" | sed 's/^v\([0-9]*\)\..*/\1/')
@@ -86,7 +93,7 @@ build_kube() {
         ldflags+=" -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor"
         ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date"
     done
-    for cmd in kube-apiserver kube-scheduler; do
+    for cmd in "$@"; do
         log "building $cmd $KUBE_VERSION (this takes a while the first time)"
         (cd "$work" && nice -n 10 go build -trimpath -ldflags "$ldflags" -o "$KUBE_DIR/bin/$cmd.tmp" \
             "k8s.io/kubernetes/cmd/$cmd")
@@ -124,18 +131,22 @@ if ! flock -n 9; then
     flock 9
 fi
 
-if [ "$(binary_version "$KUBE_DIR/bin/kube-apiserver")" != "$KUBE_VERSION" ] ||
-    [ "$(binary_version "$KUBE_DIR/bin/kube-scheduler")" != "$KUBE_VERSION" ]; then
+missing=()
+for cmd in $KUBE_COMMANDS; do
+    [ "$(binary_version "$KUBE_DIR/bin/$cmd")" = "$KUBE_VERSION" ] || missing+=("$cmd")
+done
+if [ ${#missing[@]} -gt 0 ]; then
     start=$(date +%s)
-    build_kube
-    log "kube binaries built in $(($(date +%s) - start))s"
+    build_kube "${missing[@]}"
+    log "kube binaries (${missing[*]}) built in $(($(date +%s) - start))s"
 fi
 if [ "$(etcd_version "$ETCD_DIR/bin/etcd")" != "$ETCD_VERSION" ]; then
     start=$(date +%s)
     build_etcd
     log "etcd built in $(($(date +%s) - start))s"
 fi
-for b in "$KUBE_DIR/bin/kube-apiserver" "$KUBE_DIR/bin/kube-scheduler"; do
+for cmd in $KUBE_COMMANDS; do
+    b=$KUBE_DIR/bin/$cmd
     [ "$(binary_version "$b")" = "$KUBE_VERSION" ] || { log "$b does not report $KUBE_VERSION"; exit 1; }
 done
 [ "$(etcd_version "$ETCD_DIR/bin/etcd")" = "$ETCD_VERSION" ] ||
@@ -143,4 +154,5 @@ done
 
 echo "kube-apiserver=$KUBE_DIR/bin/kube-apiserver"
 echo "kube-scheduler=$KUBE_DIR/bin/kube-scheduler"
+echo "kube-controller-manager=$KUBE_DIR/bin/kube-controller-manager"
 echo "etcd=$ETCD_DIR/bin/etcd"

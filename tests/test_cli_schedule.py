@@ -43,7 +43,15 @@ def placements(out: dict[str, Any]) -> dict[str, str | None]:
 
 def test_json_has_the_contract_keys_and_the_gang_decision() -> None:
     out = as_json("-f", EIGHT_GPU)
-    assert set(out) == {"pods", "podGroups", "compositePodGroups", "evictions", "events"}
+    assert set(out) == {
+        "pods",
+        "podGroups",
+        "compositePodGroups",
+        "evictions",
+        "events",
+        "volumeBindings",
+        "claims",
+    }
     assert all(set(p) == POD_KEYS for p in out["pods"])
     assert all(set(g) == GROUP_KEYS for g in out["podGroups"])
     assert all(set(c) == CONDITION_KEYS for g in out["podGroups"] for c in g["conditions"])
@@ -114,3 +122,26 @@ def test_bad_feature_gates_exit_1_with_the_reason() -> None:
         result = CliRunner().invoke(main, ["schedule", "-f", "examples/eight-gpu", "--feature-gates", gates])
         assert result.exit_code == 1, result.output
         assert reason in result.output
+
+
+def test_json_shows_volume_bindings_and_claim_allocations() -> None:
+    """examples/valid: the WaitForFirstConsumer claim binds to the local PV on gpu-a1 (the only PV of its
+    class), which takes the pod there, where the default class's zone-a topology also lets the other claim
+    be provisioned; the claim made from the GPU template gets both GPUs of gpu-b1 (same model), reserved for
+    its pod."""
+    out = as_json("-f", str(ROOT / "examples" / "valid"))
+    assert out["volumeBindings"] == [
+        {"pvc": "ml/scratch", "pv": "local-a1-0", "node": "gpu-a1"},
+        {"pvc": "ml/checkpoints", "pv": None, "node": "gpu-a1"},
+    ]
+    claims = {c["name"]: c for c in out["claims"]}
+    (generated,) = [name for name in claims if name.startswith("trainer-with-gpus-gpus-")]
+    claim = claims[generated]
+    results = claim["allocation"]["devices"]["results"]
+    assert [(r["request"], r["pool"], r["device"]) for r in results] == [
+        ("gpus", "gpu-b1", "gpu-0"),
+        ("gpus", "gpu-b1", "gpu-1"),
+    ]
+    assert claim["reservedFor"] == [{"resource": "pods", "name": "trainer-with-gpus", "uid": ""}]
+    assert claims["shared-gpu"]["allocation"] is None  # no pod uses it
+    assert placements(out)["ml/trainer-with-gpus"] == "gpu-b1"

@@ -10,6 +10,7 @@ from typing import Any
 from .api.gates import FeatureGates
 from .scheduler import Profile, Scheduler, run_until_stable
 from .store import Store
+from .store.claim_controller import sync_claims
 
 __all__ = ["Settled", "schedule_objects", "settle"]
 
@@ -40,6 +41,8 @@ def settle(
     """`schedule_objects`, keeping the scheduler (for `explain`, which reads its queue and snapshot)."""
     store = Store()
     store.add_all(objects)
+    # The resourceclaim controller's part: claims from templates, before the scheduler looks at the pods.
+    sync_claims(store, workload_claims=gates.enabled("DRAWorkloadResourceClaims"))
     # The objects live as long as the run: keep the cyclic GC from walking them again and again.
     gc.freeze()
     scheduler = Scheduler(

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from lightkube.models import resource_v1
 
-from gangsched.api.cel import CelError, DeviceView, compile_selector, device_context, evaluate
+from gangsched.api.cel import CelError, DeviceView, compile_selector, device_context, evaluate, maps_used
 
 DRIVER = "dra.example.com"
 
@@ -32,7 +32,7 @@ DEVICE = _device(
 
 def _matches(expression: str, view: DeviceView = DEVICE) -> bool:
     _, lookups = compile_selector(expression)
-    return evaluate(expression, device_context(view, lookups))
+    return evaluate(expression, device_context(view, lookups, maps_used(expression)))
 
 
 @pytest.mark.parametrize(

@@ -112,6 +112,17 @@ def kube_scheduler(control_plane: LocalControlPlane) -> Iterator[ManagedProcess]
     proc.stop()
 
 
+@pytest.fixture(scope="session")
+def volume_and_claim_controllers(control_plane: LocalControlPlane) -> Iterator[ManagedProcess]:
+    """kube-controller-manager v1.37.2 running only the persistentvolume-binder and resourceclaim
+    controllers, so that volume binding and claims from templates complete as on a real cluster."""
+    proc = control_plane.start_controller_manager(
+        ["persistentvolume-binder-controller", "resourceclaim-controller"]
+    )
+    yield proc
+    proc.stop()
+
+
 @pytest.fixture
 def namespace(kube_client: Client, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace per test, with the default ServiceAccount the (absent) controller-manager makes."""

@@ -12,6 +12,9 @@ expect:
   evictions: {victim: preemptor-name}
   count_bound: {train-a-: 6}          # pods whose name starts with the prefix that are bound
   per_domain: {zone: {a: 3, b: 3}}    # bound pods per value of a node label (values not listed: none)
+  distinct_nodes: [m0, m1]            # these pods are bound, each on a node of its own
+  volume_bindings: {ns/pvc: [pv-or-null, node]}   # every volume binding decided (and only these)
+  claims: {name-prefix: {devices: [driver/pool/device], reservedFor: [pods/name], nodeSelector: ...}}
 steps:                                # applied in order after the first run, each with its own expect
   - {delete: [Pod/blocker], add: [...objects...], expect: {...}}
     # re-adding an existing object replaces its spec and keeps its status (an update, as kubectl apply)
@@ -30,6 +33,7 @@ from gangsched.api.loader import load_documents
 from gangsched.api.validation import validate
 from gangsched.scheduler import Profile, Scheduler, run_until_stable
 from gangsched.store import Store
+from gangsched.store.claim_controller import sync_claims
 
 
 def load_objects(docs: list[Any], where: str, gates: FeatureGates, check: bool = True) -> list[Any]:
@@ -105,9 +109,38 @@ def check(store: Store, expect: dict[str, Any], where: str) -> None:
         members = _members(store, group)
         values = {label(p, key) for p in members}
         assert values == {want}, f"{where}: {name} pods {sorted(members)} are in {key}={values}, want {want}"
+    names = expect.get("distinct_nodes")
+    if names:
+        nodes = [pods[n].spec.nodeName for n in names]
+        placed = dict(zip(names, nodes, strict=True))
+        assert all(nodes) and len(set(nodes)) == len(nodes), f"{where}: {placed}"
+    if "volume_bindings" in expect:
+        got_vb = {f"{vb.pvc[0]}/{vb.pvc[1]}": [vb.pv, vb.node] for vb in store.volume_bindings}
+        assert got_vb == (expect["volume_bindings"] or {}), f"{where}: volume bindings {got_vb!r}"
+    for prefix, want in (expect.get("claims") or {}).items():
+        _check_claim(store, prefix, want, where)
     if "evictions" in expect:
         got_ev = {e.pod[1]: e.preemptor.split("/")[-1] for e in store.evictions}
         assert got_ev == (expect["evictions"] or {}), f"{where}: evictions {got_ev!r}"
+
+
+def _check_claim(store: Store, prefix: str, want: dict[str, Any], where: str) -> None:
+    """The one ResourceClaim whose name starts with `prefix`: its allocated devices, consumers, selector."""
+    found = [c for c in store.list("ResourceClaim") if c.metadata.name.startswith(prefix)]
+    assert len(found) == 1, f"{where}: claims named {prefix}*: {[c.metadata.name for c in found]}"
+    status = found[0].status
+    allocation = status.allocation if status is not None else None
+    if "devices" in want:
+        results = (allocation.devices.results or []) if allocation is not None and allocation.devices else []
+        got = [f"{r.driver}/{r.pool}/{r.device}" for r in results]
+        assert got == want["devices"], f"{where}: claim {prefix}* devices {got}"
+    if "reservedFor" in want:
+        got = [f"{r.resource}/{r.name}" for r in (status.reservedFor if status is not None else None) or []]
+        assert got == want["reservedFor"], f"{where}: claim {prefix}* reservedFor {got}"
+    if "nodeSelector" in want:
+        selector = allocation.nodeSelector if allocation is not None else None
+        got_sel = selector.to_dict() if selector is not None else None
+        assert got_sel == want["nodeSelector"], f"{where}: claim {prefix}* nodeSelector {got_sel}"
 
 
 def _members(store: Store, group: Any) -> list[str]:
@@ -141,6 +174,7 @@ def run_scenario(path: Path) -> Store:
     # `admitted_invalid: true` loads objects an API server of another version (or a race) let through, to
     # show what the scheduler does with them; validation is skipped for that scenario.
     store.add_all(load_objects(spec["objects"], str(path), gates, check=not spec.get("admitted_invalid")))
+    sync_claims(store, workload_claims=gates.enabled("DRAWorkloadResourceClaims"))
     scheduler = Scheduler(
         store, gates, seed=spec.get("seed", 0), profile=Profile(scoring=spec.get("scoring", "LeastAllocated"))
     )
@@ -156,6 +190,7 @@ def run_scenario(path: Path) -> Store:
             if old is not None and getattr(obj, "status", None) is None:
                 obj.status = old.status  # a spec update keeps the status, as with the API server's /status
             store.add(obj)
+        sync_claims(store, workload_claims=gates.enabled("DRAWorkloadResourceClaims"))
         run_until_stable(store, scheduler)
         check(store, step.get("expect") or {}, f"{path.name} step {i}")
     return store

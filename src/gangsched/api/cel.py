@@ -27,7 +27,7 @@ import cel
 
 from .quantity import QuantityError, milli, parse_quantity
 
-__all__ = ["CelError", "DeviceView", "compile_selector", "device_context", "evaluate"]
+__all__ = ["CelError", "DeviceView", "compile_selector", "device_context", "evaluate", "maps_used"]
 
 
 class CelError(Exception):
@@ -121,35 +121,50 @@ def _split(name: str, driver: str) -> tuple[str, str]:
 
 
 class DeviceView:
-    """One device as selectors see it; `maps` is kept so that lookups of missing domains can be added."""
+    """One device as selectors see it. Its attribute and capacity maps are built on first use: most
+    selectors (a class's `device.driver == ...`) read neither."""
 
-    __slots__ = ("driver", "maps", "multi")
+    __slots__ = ("_device", "_maps", "driver", "multi")
 
     def __init__(self, driver: str, device: Any) -> None:
         self.driver = driver
         self.multi = bool(getattr(device, "allowMultipleAllocations", False))
-        attributes: dict[str, dict[str, Any]] = {}
-        for name, attr in (device.attributes or {}).items():
-            domain, ident = _split(name, driver)
-            attributes.setdefault(domain, {})[ident] = _attribute_value(attr)
-        capacity: dict[str, dict[str, Any]] = {}
-        for name, cap in (device.capacity or {}).items():
-            domain, ident = _split(name, driver)
-            try:
-                capacity.setdefault(domain, {})[ident] = milli(_field(cap, "value"))
-            except QuantityError:
-                continue
-        self.maps: Mapping[str, dict[str, dict[str, Any]]] = {"attributes": attributes, "capacity": capacity}
+        self._device = device
+        self._maps: dict[str, dict[str, dict[str, Any]]] | None = None
+
+    @property
+    def maps(self) -> Mapping[str, dict[str, dict[str, Any]]]:
+        if self._maps is None:
+            device, driver = self._device, self.driver
+            attributes: dict[str, dict[str, Any]] = {}
+            for name, attr in (device.attributes or {}).items():
+                domain, ident = _split(name, driver)
+                attributes.setdefault(domain, {})[ident] = _attribute_value(attr)
+            capacity: dict[str, dict[str, Any]] = {}
+            for name, cap in (device.capacity or {}).items():
+                domain, ident = _split(name, driver)
+                try:
+                    capacity.setdefault(domain, {})[ident] = milli(_field(cap, "value"))
+                except QuantityError:
+                    continue
+            self._maps = {"attributes": attributes, "capacity": capacity}
+        return self._maps
 
 
-def device_context(view: DeviceView, lookups: frozenset[tuple[str, str]]) -> Any:
+def device_context(view: DeviceView, lookups: frozenset[tuple[str, str]], needs: frozenset[str]) -> Any:
     """A cel.Context for `view` in which every domain `lookups` names exists (empty when the device has
-    none), as upstream's maps with default."""
-    maps = {k: dict(v) for k, v in view.maps.items()}
+    none), as upstream's maps with default. Only the maps in `needs` are converted: building the context
+    costs more than evaluating, and `device.driver == "x"` needs neither."""
+    maps = {k: dict(v) for k, v in view.maps.items() if k in needs} if needs else {}
     for which, domain in lookups:
         maps[which].setdefault(domain, {})
     device = {"driver": view.driver, "allowMultipleAllocations": view.multi, **maps}
     return cel.Context(variables={"device": device}, functions=_FUNCTIONS)
+
+
+def maps_used(expression: str) -> frozenset[str]:
+    """Which of `attributes` and `capacity` an expression can reach: any access names the field."""
+    return frozenset(m for m in ("attributes", "capacity") if m in expression)
 
 
 def evaluate(expression: str, context: Any) -> bool:

@@ -1,6 +1,9 @@
 """Applies the scheduler's Decisions through the API server, without waiting for them (kube-scheduler's
 asynchronous binding cycle): the scheduler goes on with the next root while writes are in flight.
 
+0. PreBind: the cycle's volume bindings (a PV's claimRef, or a claim's selected node) and claim allocations
+   and reservations (ResourceClaim status) are written before its pods are bound; if one fails, none of the
+   cycle's pods is bound and they go back to the queue.
 1. Bindings: the pods are assumed in the cache at once; the members of the cycle are bound concurrently. If a
    bind fails and the group is left with fewer bound members than its minCount, the members bound in this
    cycle are deleted (no gang stays bound below minCount longer than one round trip), the failed pods are
@@ -29,7 +32,17 @@ from typing import TYPE_CHECKING, Any
 
 import httpx2 as httpx
 
-from ..scheduler.decision import Binding, ConditionChange, Decision, Eviction, Nomination, Notice
+from ..scheduler.decision import (
+    Binding,
+    ClaimReservation,
+    ConditionChange,
+    Decision,
+    Eviction,
+    Nomination,
+    Notice,
+    VolumeBinding,
+)
+from ..scheduler.volumes import ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE
 from .cache import LiveCache
 from .kube import ApiStatus, KubeApi
 from .metrics import Metrics
@@ -112,7 +125,9 @@ class Applier:
             self.cache.assume(decision.bindings)
             self._binding += 1
             self._binds_idle.clear()
-            self._spawn(self._bind_cycle(list(decision.bindings), deferred))
+            self._spawn(
+                self._bind_cycle(list(decision.bindings), deferred, decision.volume_bindings, decision.claims)
+            )
         for n in decision.nominations:
             self._spawn(self._nominate(n))
         for e in decision.evictions:
@@ -138,8 +153,20 @@ class Applier:
             log.error("write failed", exc_info=task.exception())
 
     # --- bindings -------------------------------------------------------------------------------------------
-    async def _bind_cycle(self, bindings: list[Binding], deferred: list[ConditionChange]) -> None:
+    async def _bind_cycle(
+        self,
+        bindings: list[Binding],
+        deferred: list[ConditionChange],
+        volumes: list[VolumeBinding],
+        claims: list[ClaimReservation],
+    ) -> None:
         try:
+            if (volumes or claims) and not await self._prebind(volumes, claims):
+                for change in deferred:
+                    self._scheduled.discard((change.kind, change.key))
+                self.metrics.bindings.inc("failure", len(bindings))
+                self.scheduler.forget([b.pod for b in bindings if self.cache.forget(b.pod, b.node)])
+                return
             await self._bind_all(bindings, deferred)
         finally:
             self._binding -= 1
@@ -164,6 +191,68 @@ class Applier:
             await asyncio.gather(*(self._unbind(b) for b in bound))
         # A pod deleted meanwhile left the snapshot with its delete event; one bound by someone else stays.
         self.scheduler.forget([b.pod for b in failed if self.cache.forget(b.pod, b.node)])
+
+    # --- PreBind: volumes and claims, written before the pods are bound -----------------------------------
+    async def _prebind(self, volumes: list[VolumeBinding], claims: list[ClaimReservation]) -> bool:
+        """What kube-scheduler's VolumeBinding and DynamicResources PreBind write: a PV's claimRef (the PV
+        controller then binds the claim) or a claim's selected node (its provisioner then creates the PV),
+        and each ResourceClaim's allocation and reservedFor. True when all of it was written."""
+        merged: dict[tuple[str, str], tuple[dict[str, Any] | None, list[dict[str, str]]]] = {}
+        for c in claims:
+            allocation, consumers = merged.get(c.claim, (None, []))
+            if c.consumer not in consumers:
+                consumers.append(c.consumer)
+            merged[c.claim] = (allocation or c.allocation, consumers)
+        writes = [self._bind_volume(v) for v in volumes]
+        writes += [self._reserve_claim(key, a, consumers) for key, (a, consumers) in merged.items()]
+        return all(await asyncio.gather(*writes))
+
+    async def _bind_volume(self, v: VolumeBinding) -> bool:
+        """Static binding: the PV's claimRef (volume.BindVolumeToClaim); provisioning: the claim's
+        `volume.kubernetes.io/selected-node` annotation."""
+        pvc = self.cache.store.get("PersistentVolumeClaim", v.pvc)
+        if pvc is None:
+            return False
+        if v.pv is None:
+            body = pvc.to_dict()
+            body.setdefault("metadata", {}).setdefault("annotations", {})[ANN_SELECTED_NODE] = v.node
+            return await self._write(
+                lambda: self.api.replace("PersistentVolumeClaim", v.pvc[0], v.pvc[1], body),
+                f"select node for {v.pvc[0]}/{v.pvc[1]}",
+            )
+        pv = self.cache.store.get("PersistentVolume", ("", v.pv))
+        if pv is None:
+            return False
+        body = pv.to_dict()
+        body["spec"]["claimRef"] = {
+            "kind": "PersistentVolumeClaim",
+            "apiVersion": "v1",
+            "namespace": v.pvc[0],
+            "name": v.pvc[1],
+            "uid": pvc.metadata.uid,
+            "resourceVersion": pvc.metadata.resourceVersion,
+        }
+        body["metadata"].setdefault("annotations", {})[ANN_BOUND_BY_CONTROLLER] = "yes"
+        return await self._write(
+            lambda: self.api.replace("PersistentVolume", None, v.pv or "", body), f"bind PV {v.pv}"
+        )
+
+    async def _reserve_claim(
+        self, key: tuple[str, str], allocation: dict[str, Any] | None, consumers: list[dict[str, str]]
+    ) -> bool:
+        """status.allocation (when new) and the consumers in status.reservedFor, in one status write."""
+        claim = self.cache.store.get("ResourceClaim", key)
+        if claim is None:
+            return False
+        status = claim.status
+        reserved = [r.to_dict() for r in (status.reservedFor if status is not None else None) or []]
+        reserved += [c for c in consumers if c not in reserved]
+        patch: dict[str, Any] = {"status": {"reservedFor": reserved}}
+        if allocation is not None:
+            patch["status"]["allocation"] = allocation
+        return await self._write(
+            lambda: self.api.patch_status("ResourceClaim", key, patch), f"reserve claim {key[0]}/{key[1]}"
+        )
 
     async def _bind_one(self, b: Binding) -> bool:
         uncertain = False

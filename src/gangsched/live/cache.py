@@ -35,6 +35,9 @@ def _quiet_update(kind: str, old: Any, new: Any) -> bool:
             and old.metadata.deletionTimestamp == new.metadata.deletionTimestamp
             and old.metadata.labels == new.metadata.labels
             and (old.status.phase if old.status else None) == (new.status.phase if new.status else None)
+            # the resourceclaim controller records the claims it made for the pod: they may let it fit
+            and (old.status.resourceClaimStatuses if old.status else None)
+            == (new.status.resourceClaimStatuses if new.status else None)
         )
     return False
 

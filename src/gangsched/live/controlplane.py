@@ -70,15 +70,18 @@ class Binaries:
     kube_apiserver: Path
     kube_scheduler: Path
     etcd: Path
+    kube_controller_manager: Path | None = None
 
     @classmethod
     def from_script_output(cls, text: str) -> Binaries:
         """Parse `scripts/kube-binaries.sh` output (`name=/path` lines)."""
         paths = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+        kcm = paths.get("kube-controller-manager")
         return cls(
             kube_apiserver=Path(paths["kube-apiserver"]),
             kube_scheduler=Path(paths["kube-scheduler"]),
             etcd=Path(paths["etcd"]),
+            kube_controller_manager=Path(kcm) if kcm else None,
         )
 
 
@@ -371,6 +374,40 @@ class LocalControlPlane:
         insecure.check_hostname = False
         insecure.verify_mode = ssl.CERT_NONE
         self._wait(proc, f"https://127.0.0.1:{port}/readyz", insecure, None, b"ok", timeout)
+        return proc
+
+    def start_controller_manager(
+        self, controllers: Sequence[str], *, timeout: float = 60.0
+    ) -> ManagedProcess:
+        """Start kube-controller-manager running only `controllers` (e.g. persistentvolume-binder-controller,
+        resourceclaim-controller) against this API server, with the same feature gates; returns once its
+        /healthz answers. Stopped by `stop()` or by the returned handle."""
+        if self.binaries.kube_controller_manager is None:
+            raise ControlPlaneError("no kube-controller-manager binary (scripts/kube-binaries.sh builds it)")
+        port = free_port()
+        proc = ManagedProcess(
+            "kube-controller-manager",
+            [
+                str(self.binaries.kube_controller_manager),
+                f"--kubeconfig={self.kubeconfig}",
+                f"--authentication-kubeconfig={self.kubeconfig}",
+                f"--authorization-kubeconfig={self.kubeconfig}",
+                "--authentication-skip-lookup=true",
+                f"--controllers={','.join(controllers)}",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={port}",
+                f"--feature-gates={self.feature_gates_flag()}",
+                "--v=2",
+            ],
+            self.workdir / f"kube-controller-manager-{port}.log",
+        )
+        self._schedulers.append(proc)  # stopped with the schedulers
+        proc.start()
+        insecure = ssl.create_default_context()
+        insecure.check_hostname = False
+        insecure.verify_mode = ssl.CERT_NONE
+        self._wait(proc, f"https://127.0.0.1:{port}/healthz", insecure, None, b"ok", timeout)
         return proc
 
     def _wait(

@@ -32,9 +32,11 @@ from lightkube.resources import (
     coordination_v1,
     core_v1,
     policy_v1,
+    resource_v1,
     scheduling_v1,
     scheduling_v1alpha3,
     scheduling_v1beta1,
+    storage_v1,
 )
 
 __all__ = ["RESOURCES", "ApiStatus", "KubeApi", "Resource", "WatchGone"]
@@ -63,6 +65,8 @@ class Resource:
 
 
 V1BETA1 = "/apis/scheduling.k8s.io/v1beta1"
+STORAGE = "/apis/storage.k8s.io/v1"
+RESOURCE_V1 = "/apis/resource.k8s.io/v1"
 RESOURCES: dict[str, Resource] = {
     r.kind: r
     for r in (
@@ -92,6 +96,16 @@ RESOURCES: dict[str, Resource] = {
             True,
         ),
         Resource("Lease", "/apis/coordination.k8s.io/v1", "leases", coordination_v1.Lease, True),
+        # Volumes and devices (the claims stage).
+        Resource("StorageClass", STORAGE, "storageclasses", storage_v1.StorageClass, False),
+        Resource("CSINode", STORAGE, "csinodes", storage_v1.CSINode, False),
+        Resource("PersistentVolume", "/api/v1", "persistentvolumes", core_v1.PersistentVolume, False),
+        Resource(
+            "PersistentVolumeClaim", "/api/v1", "persistentvolumeclaims", core_v1.PersistentVolumeClaim, True
+        ),
+        Resource("DeviceClass", RESOURCE_V1, "deviceclasses", resource_v1.DeviceClass, False),
+        Resource("ResourceSlice", RESOURCE_V1, "resourceslices", resource_v1.ResourceSlice, False),
+        Resource("ResourceClaim", RESOURCE_V1, "resourceclaims", resource_v1.ResourceClaim, True),
     )
 }
 

@@ -41,6 +41,14 @@ log = logging.getLogger("gangsched.live")
 INFORMER_KINDS = (
     "PriorityClass",
     "Node",
+    # what the claims stage reads (templates are the resourceclaim controller's business, not ours)
+    "StorageClass",
+    "CSINode",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "DeviceClass",
+    "ResourceSlice",
+    "ResourceClaim",
     "Workload",
     "CompositePodGroup",
     "PodGroup",

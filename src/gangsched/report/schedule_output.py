@@ -55,6 +55,21 @@ def as_json(store: Store) -> dict[str, Any]:
             {"type": e.type, "reason": e.reason, "object": e.object, "message": e.message}
             for e in store.events
         ],
+        "volumeBindings": [
+            {"pvc": f"{vb.pvc[0]}/{vb.pvc[1]}", "pv": vb.pv, "node": vb.node} for vb in store.volume_bindings
+        ],
+        "claims": [_claim_row(c) for c in store.list("ResourceClaim")],
+    }
+
+
+def _claim_row(claim: Any) -> dict[str, Any]:
+    status = claim.status
+    allocation = status.allocation if status is not None else None
+    return {
+        "namespace": claim.metadata.namespace,
+        "name": claim.metadata.name,
+        "allocation": allocation.to_dict() if allocation is not None else None,
+        "reservedFor": [r.to_dict() for r in (status.reservedFor if status is not None else None) or []],
     }
 
 

@@ -73,7 +73,6 @@ def run_group_cycle(ev: Evaluator, attempt: GroupAttempt, candidates: BoolArray 
     Mutates the evaluator's snapshot: on success the placements stay reserved (undo with `result.revert`);
     on any other outcome the snapshot is left exactly as it was.
     """
-    snap = ev.snap
     undo: list[Callable[[], None]] = []
 
     def revert() -> None:
@@ -92,7 +91,7 @@ def run_group_cycle(ev: Evaluator, attempt: GroupAttempt, candidates: BoolArray 
         if isinstance(found, FitFailure):
             result.failures[pi.key] = found.message()
         else:
-            undo.append(snap.place(pi.key, found, ev.vector(pi), pi.traits))
+            undo.append(ev.reserve(pi, found))
             result.placed.append((pi, found))
             scheduled += 1
         result.code, result.message = feasibility(attempt, scheduled, remaining)

@@ -4,8 +4,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-__all__ = ["Binding", "Condition", "ConditionChange", "Decision", "Eviction", "Nomination", "Notice"]
+__all__ = [
+    "Binding",
+    "ClaimReservation",
+    "Condition",
+    "ConditionChange",
+    "Decision",
+    "Eviction",
+    "Nomination",
+    "Notice",
+    "VolumeBinding",
+]
 
 ObjectKey = tuple[str, str]
 
@@ -14,6 +25,26 @@ ObjectKey = tuple[str, str]
 class Binding:
     pod: ObjectKey
     node: str
+
+
+@dataclass(frozen=True, slots=True)
+class VolumeBinding:
+    """A claim of a placed pod: bind it to PersistentVolume `pv` (static binding), or, with `pv` None,
+    provision it for `node` (the claim gets the `volume.kubernetes.io/selected-node` annotation)."""
+
+    pvc: ObjectKey
+    pv: str | None
+    node: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimReservation:
+    """A ResourceClaim of a placed pod: the allocation made for it (API form of `status.allocation`; None
+    when it was allocated before) and the consumer added to `status.reservedFor`."""
+
+    claim: ObjectKey
+    allocation: dict[str, Any] | None
+    consumer: dict[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +93,9 @@ class Decision:
     evictions: list[Eviction] = field(default_factory=list)
     conditions: list[ConditionChange] = field(default_factory=list)
     events: list[Notice] = field(default_factory=list)
+    # Written before the pods are bound, as kube-scheduler's PreBind does.
+    volume_bindings: list[VolumeBinding] = field(default_factory=list)
+    claims: list[ClaimReservation] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(self.bindings or self.nominations or self.evictions or self.conditions or self.events)
@@ -72,3 +106,5 @@ class Decision:
         self.evictions.extend(other.evictions)
         self.conditions.extend(other.conditions)
         self.events.extend(other.events)
+        self.volume_bindings.extend(other.volume_bindings)
+        self.claims.extend(other.claims)

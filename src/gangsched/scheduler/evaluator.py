@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .claims_stage import DRA_NAME, ClaimsStage
 from .domains import DomainSums
 from .plugins import (
     BoolArray,
@@ -34,12 +35,16 @@ from .plugins import (
     node_ports,
     node_resources_fit,
     node_unschedulable,
+    node_volume_limits,
     pod_topology_spread,
     taint_toleration,
     unsupported,
+    volume_binding,
+    volume_restrictions,
+    volume_zone,
 )
 from .podcounts import PodsView
-from .podinfo import PodInfo
+from .podinfo import PodInfo, PodKey
 from .snapshot import PodVector, Snapshot
 
 __all__ = [
@@ -55,7 +60,7 @@ __all__ = [
 
 ScoringStrategy = str  # "LeastAllocated" (upstream default) or "MostAllocated"
 _MAX_CHANGE_LOG = 200_000
-STATIC, RESOURCES, PODS = "static", "resources", "pods"
+STATIC, RESOURCES, PODS, CLAIMS = "static", "resources", "pods", "claims"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,8 +96,9 @@ PREFILTER_REFUSALS: tuple[tuple[str, Callable[[Any], str | None]], ...] = (
 PREFILTERS: tuple[tuple[str, Callable[[Snapshot, Any], Rejections]], ...] = (
     (node_affinity.NAME, node_affinity.prefilter_nodes),
 )
-# The default profile's filters, in upstream's order (a node reports the first that rejects it). Volume and
-# DynamicResources plugins come between NodeResourcesFit and PodTopologySpread upstream.
+# The default profile's filters, in upstream's order (a node reports the first that rejects it). The volume
+# plugins follow NodeResourcesFit; DynamicResources is inserted before DefaultPreemption, so it comes last.
+# Claims-stage filters read a pod's PersistentVolumeClaims and ResourceClaims (claims_stage.py).
 FILTERS: tuple[FilterPlugin, ...] = (
     FilterPlugin(node_name.NAME, STATIC, node_name.filter_nodes),
     FilterPlugin(node_unschedulable.NAME, STATIC, node_unschedulable.filter_nodes),
@@ -100,8 +106,13 @@ FILTERS: tuple[FilterPlugin, ...] = (
     FilterPlugin(node_affinity.NAME, STATIC, node_affinity.filter_nodes),
     FilterPlugin(node_ports.NAME, PODS, node_ports.filter_nodes),
     FilterPlugin(node_resources_fit.NAME, RESOURCES),
+    FilterPlugin(volume_restrictions.NAME, CLAIMS),
+    FilterPlugin(node_volume_limits.NAME, CLAIMS),
+    FilterPlugin(volume_binding.NAME, CLAIMS),
+    FilterPlugin(volume_zone.NAME, CLAIMS),
     FilterPlugin(pod_topology_spread.NAME, PODS, pod_topology_spread.filter_nodes),
     FilterPlugin(inter_pod_affinity.NAME, PODS, inter_pod_affinity.filter_nodes),
+    FilterPlugin(DRA_NAME, CLAIMS),
 )
 SCORES: tuple[ScorePlugin, ...] = (
     ScorePlugin(
@@ -219,6 +230,11 @@ class Evaluator:
         self.root_placements: dict[str, list[Any]] = {}  # topology key -> placements over all nodes
         self._last_mask: BoolArray | None = None
         self._last_scope: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
+        # Volume and device filters (claims_stage.py), set by the scheduler that knows the store; the
+        # last claims verdict (pod, rejections by plugin) for the failure message.
+        self.claims: ClaimsStage | None = None
+        self._claims_on = any(f.stage == CLAIMS for f in self.filters)
+        self._claims_verdict: tuple[PodKey, dict[str, Rejections]] | None = None
 
     def _dynamic(self, c: _Class, cols: npt.NDArray[np.intp] | slice | set[int]) -> None:
         """Refresh fit and score on `cols`. A handful of columns (the usual case: the node the previous pod
@@ -380,15 +396,22 @@ class Evaluator:
         mask restricts them, so the same state and seed give the same node."""
         c = self._class(pi)
         layer = self._pods_layer(pi, c)
+        claims_ok = self._claims_filter(pi, c) if pi.claims else None
         nominated = self._nominated_node(pi, c, candidates)
-        if nominated is not None and (layer is None or layer.ok[nominated]):
+        if (
+            nominated is not None
+            and (layer is None or layer.ok[nominated])
+            and (claims_ok is None or claims_ok[nominated])
+        ):
             return nominated
         scope = None if candidates is None else self._scope(candidates)
         masked = c.masked if scope is None else c.masked[scope]
+        if claims_ok is not None:
+            masked = np.where(claims_ok if scope is None else claims_ok[scope], masked, -1)
         if layer is None and not c.static_scores:
             top = masked.max() if masked.size else -1
             if top < 0:
-                return self._failure(c, None, candidates)
+                return self._failure(c, None, candidates, pi)
             best = np.flatnonzero(masked == top)
             pick = int(best[0] if best.size == 1 else best[self.rng.integers(best.size)])
             return pick if scope is None else int(scope[pick])
@@ -397,13 +420,60 @@ class Evaluator:
             feasible &= layer.ok if scope is None else layer.ok[scope]
         idx = np.flatnonzero(feasible)
         if idx.size == 0:
-            return self._failure(c, layer, candidates)
+            return self._failure(c, layer, candidates, pi)
         nodes = idx if scope is None else scope[idx]
         total = masked[idx].copy()
         for plugin, scores in self._plugin_scores(c, layer, nodes):
             total += plugin.weight * scores
         best = np.flatnonzero(total == total.max())
         return int(nodes[best[0] if best.size == 1 else best[self.rng.integers(best.size)]])
+
+    def _claims_filter(self, pi: PodInfo, c: _Class) -> BoolArray | None:
+        """Nodes that pass the claims-stage filters among those the other filters leave; None when the
+        stage is off. The rejections are kept for the failure message."""
+        if self.claims is None or not self._claims_on:
+            return None
+        n = len(self.snap)
+        if self.claims.prefilter(pi).error is not None:
+            self._claims_verdict = (pi.key, {})
+            return np.zeros(n, dtype=bool)
+        static_ok = self.claims.static(pi)
+        # Not narrowed by the pods-stage verdict: PodTopologySpread and InterPodAffinity come after the
+        # volume plugins, and the failure message reports each node's first rejection in table order.
+        others = (c.masked >= 0) & static_ok
+        by_plugin: dict[str, Rejections] = dict(self.claims.dynamic(pi, others))
+        ok = static_ok.copy()
+        for rejections in by_plugin.values():
+            for mask, _ in rejections:
+                ok &= ~mask
+        self._claims_verdict = (pi.key, by_plugin)
+        return ok
+
+    def claims_feasible(self, pi: PodInfo) -> BoolArray | None:
+        """Nodes where the claims stage would admit `pi` whatever the rest (None: no claims). Preemption
+        looks only there: it frees cpu, memory and pods, never volumes or devices (see the docs)."""
+        if not (pi.claims and self.claims is not None and self._claims_on):
+            return None
+        if self.claims.prefilter(pi).error is not None:
+            return np.zeros(len(self.snap), dtype=bool)
+        ok = self.claims.static(pi)
+        for _, rejections in self.claims.dynamic(pi, ok.copy()):
+            for mask, _ in rejections:
+                ok &= ~mask
+        return ok
+
+    def reserve(self, pi: PodInfo, node: int) -> Callable[[], None]:
+        """Count `pi` on `node` and take its volumes and devices there (assume, reserve); returns the undo."""
+        undo_place = self.snap.place(pi.key, node, self.vector(pi), pi.traits)
+        if not (pi.claims and self.claims is not None and self._claims_on):
+            return undo_place
+        undo_claims = self.claims.reserve(pi, node)
+
+        def undo() -> None:
+            undo_claims()
+            undo_place()
+
+        return undo
 
     def _plugin_scores(
         self, c: _Class, layer: _PodsLayer | None, nodes: npt.NDArray[np.intp]
@@ -437,13 +507,20 @@ class Evaluator:
             for plugin, values in self._plugin_scores(c, layer, nodes)
         }
 
-    def _failure(self, c: _Class, layer: _PodsLayer | None, candidates: BoolArray | None) -> FitFailure:
+    def _failure(
+        self, c: _Class, layer: _PodsLayer | None, candidates: BoolArray | None, pi: PodInfo
+    ) -> FitFailure:
         """Per node, the reason of the first filter that rejects it, in table order (NodeResourcesFit
-        reports every resource short on a node)."""
+        reports every resource short on a node); a PreFilter's refusal of the pod instead, if any."""
         snap = self.snap
         considered = np.ones(len(snap), dtype=bool) if candidates is None else candidates.copy()
         failure = FitFailure(int(considered.sum()), prefilter_message=c.refusal)
-        if c.refusal is not None:
+        verdict = self._claims_verdict
+        claims = verdict[1] if verdict is not None and verdict[0] == pi.key and pi.claims else None
+        if claims is not None and self.claims is not None:
+            failure.prefilter_message = failure.prefilter_message or self.claims.prefilter(pi).error
+            static = self.claims.prefilter(pi).static
+        if failure.prefilter_message is not None:
             return failure
         remaining = considered.copy()
 
@@ -461,6 +538,9 @@ class Evaluator:
                 reject(c.rejections_by_plugin.get(f.name, []))
             elif f.stage == PODS:
                 reject(layer.rejections_by_plugin.get(f.name, []) if layer is not None else [])
+            elif f.stage == CLAIMS:
+                if claims is not None:
+                    reject(static.get(f.name, []) + claims.get(f.name, []))
             else:
                 free = snap.alloc - snap.used
                 short_any = np.zeros(len(snap), dtype=bool)

@@ -3,10 +3,11 @@ FailedScheduling for pods left pending, and the groups' InitiallyScheduled condi
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from .cycle import Code
-from .decision import Binding, Condition, ConditionChange, Decision, Notice
+from .decision import Binding, ClaimReservation, Condition, ConditionChange, Decision, Notice, VolumeBinding
 from .podinfo import PodInfo, PodKey
 from .tree import TreeNode, TreeResult
 
@@ -17,9 +18,19 @@ GROUP_SCHEDULED = "PodGroupInitiallyScheduled"
 COMPOSITE_SCHEDULED = "CompositePodGroupInitiallyScheduled"
 
 
-def bind(d: Decision, node_names: list[str], placed: list[tuple[PodInfo, int]]) -> set[PodKey]:
-    """Bindings and Scheduled events for reserved pods; returns their keys."""
+def bind(
+    d: Decision,
+    node_names: list[str],
+    placed: list[tuple[PodInfo, int]],
+    decided: Callable[[PodKey], tuple[list[VolumeBinding], list[ClaimReservation]]] | None = None,
+) -> set[PodKey]:
+    """Bindings and Scheduled events for reserved pods, with the volume bindings and claim reservations
+    `decided` holds for them (written before the pods bind); returns their keys."""
     for pi, node in placed:
+        if decided is not None and pi.claims:
+            volumes, claims = decided(pi.key)
+            d.volume_bindings.extend(volumes)
+            d.claims.extend(claims)
         node_name = node_names[node]
         d.bindings.append(Binding(pi.key, node_name))
         message = f"Successfully assigned {pi.name} to {node_name}"

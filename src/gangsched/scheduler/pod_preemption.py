@@ -90,7 +90,8 @@ def preempt_pod(view: PreemptionView, pi: PodInfo) -> Preemption | str:
     reason = ineligibility(view, pi.preemption_policy, members, pi.priority)
     if reason is not None:
         return reason
-    potential = np.flatnonzero(cls.static_ok)
+    claims_ok = ev.claims_feasible(pi)
+    potential = np.flatnonzero(cls.static_ok if claims_ok is None else cls.static_ok & claims_ok)
     histogram: Counter[str] = Counter({NOT_HELPFUL: len(snap) - potential.size})
     by_node: dict[int, list[VictimUnit]] = {}
     for unit in lower_priority_units(view, pi.priority):

@@ -13,7 +13,7 @@ from .plugins.unsupported import refusal
 from .podtraits import PodTraits, pod_traits
 from .resources import nonzero_requests, pod_requests
 
-__all__ = ["TERMINAL_PHASES", "PodInfo", "PodKey", "is_terminal", "pod_info"]
+__all__ = ["TERMINAL_PHASES", "PodInfo", "PodKey", "is_terminal", "pod_info", "uses_claims"]
 
 PodKey = tuple[str, str]
 TERMINAL_PHASES = ("Succeeded", "Failed")
@@ -43,6 +43,7 @@ class PodInfo:
     scheduler_name: str
     preemption_policy: str
     traits: PodTraits  # what other pods' filters and scores read from it (podtraits.py)
+    claims: bool = False  # uses PersistentVolumeClaims or ResourceClaims: the claims stage filters it
 
     @property
     def node_name(self) -> str | None:
@@ -56,7 +57,8 @@ class PodInfo:
 
 def _signature(spec: Any, requests: dict[str, int], nonzero: tuple[int, int]) -> Hashable:
     """Everything the static and resource filters and scores read from a pod, as a hashable value (what
-    the pods-stage plugins read is in its traits)."""
+    the pods-stage plugins read is in its traits, and the claims stage reads volumes and devices pod by
+    pod, apart from the class)."""
     affinity = spec.affinity.nodeAffinity if spec.affinity else None
     return (
         tuple(sorted(requests.items())),
@@ -68,6 +70,11 @@ def _signature(spec: Any, requests: dict[str, int], nonzero: tuple[int, int]) ->
         tuple(pod_images(spec)[0]),  # ImageLocality
         refusal(spec),  # fields not evaluated yet: the pod is refused
     )
+
+
+def uses_claims(spec: Any) -> bool:
+    """Whether the pod names PersistentVolumeClaims or ResourceClaims: the claims stage checks it."""
+    return bool(spec.resourceClaims) or any(v.persistentVolumeClaim is not None for v in spec.volumes or [])
 
 
 _REQUESTS_CACHE: dict[bytes, tuple[dict[str, int], tuple[int, int]]] = {}
@@ -114,4 +121,5 @@ def pod_info(pod: Any, order: int, use_groups: bool = True) -> PodInfo:
         scheduler_name=spec.schedulerName or "default-scheduler",
         preemption_policy=spec.preemptionPolicy or "PreemptLowerPriority",
         traits=pod_traits(pod),
+        claims=uses_claims(spec),
     )

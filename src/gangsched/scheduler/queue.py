@@ -51,6 +51,9 @@ class SchedulingQueue:
         self._active: list[tuple[tuple[int, tuple[float, int], int], RootKey]] = []
         self._backoff: list[tuple[float, int, RootKey]] = []
         self._seq = 0
+        # Roots in the unschedulable pool: what move_all_to_active visits (it runs on every store event
+        # that may help, with thousands of roots queued).
+        self._parked: set[RootKey] = set()
 
     def __contains__(self, key: RootKey) -> bool:
         return key in self._roots
@@ -68,6 +71,7 @@ class SchedulingQueue:
         elif root.state == "active":
             return
         root.priority = priority
+        self._parked.discard(key)
         if root.attempts:
             self._to_backoff(root)
         else:
@@ -75,11 +79,13 @@ class SchedulingQueue:
             heapq.heappush(self._active, (root.sort_key(), key))
 
     def _to_backoff(self, root: QueuedRoot) -> None:
+        self._parked.discard(root.key)
         root.state = "backoff"
         heapq.heappush(self._backoff, (root.ready_at, root.seq, root.key))
 
     def remove(self, key: RootKey) -> None:
         self._roots.pop(key, None)  # stale heap entries are skipped on pop
+        self._parked.discard(key)
 
     def requeue_failed(self, key: RootKey, now: float, group_size: int, keep_timestamp: bool = True) -> None:
         """After a failed attempt: the root waits in the unschedulable pool for a helpful event."""
@@ -89,6 +95,7 @@ class SchedulingQueue:
         root.attempts += 1
         root.ready_at = now + backoff_seconds(root.attempts, group_size)
         root.state = "unschedulable"
+        self._parked.add(key)
 
     def move_to_active(self, key: RootKey) -> None:
         """An event that may help `key`: from the unschedulable pool to backoff (or active once ready)."""
@@ -97,9 +104,8 @@ class SchedulingQueue:
             self._to_backoff(root)
 
     def move_all_to_active(self) -> None:
-        for root in self._roots.values():
-            if root.state == "unschedulable":
-                self._to_backoff(root)
+        for key in sorted(self._parked, key=lambda k: self._roots[k].seq):  # in queue order, as before
+            self._to_backoff(self._roots[key])
 
     def _flush_backoff(self, now: float) -> None:
         while self._backoff and self._backoff[0][0] <= now:

@@ -17,9 +17,10 @@ import numpy as np
 from ..api.gates import FeatureGates
 from ..store.change import Change
 from .backfill import Backfill, BackfillSettings
+from .claims_stage import CLAIM_KINDS, ClaimsStage
 from .consistency import pod_group_error, tree_error
 from .cycle import Code, GroupAttempt, GroupResult, run_group_cycle
-from .decision import Condition, ConditionChange, Decision
+from .decision import ClaimReservation, Condition, ConditionChange, Decision, VolumeBinding
 from .evaluator import Evaluator
 from .hierarchy import Hierarchy, topology_key
 from .outcome import POD_SCHEDULED, bind, group_condition, pod_failed, record_tree
@@ -124,6 +125,8 @@ class Scheduler:
     def _on_change(self, change: Change) -> None:
         if change.kind in ("PodGroup", "CompositePodGroup"):
             self._queue_entries.clear()
+        if change.kind in CLAIM_KINDS or change.kind == "Pod":
+            self._on_claims_change(change)
         if change.kind in ("Node", "Namespace"):  # namespace labels feed namespaceSelectors
             self._snap = self._ev = None
             self.queue.move_all_to_active()
@@ -135,6 +138,26 @@ class Scheduler:
             root = self.hierarchy.root_of_composite(change.key)
             for group in self.hierarchy.tree_groups(root):
                 self._regate(group)
+
+    def _on_claims_change(self, change: Change) -> None:
+        """Storage and device objects feed the claims stage; a change that may let a waiting pod fit
+        (anything but a claim gaining an allocation or a consumer, which is this scheduler's own doing)
+        requeues everyone, as upstream's volume and DRA plugins' queueing hints do for these events."""
+        stage = self._ev.claims if self._ev is not None else None
+        obj = None if change.action == "delete" else change.obj
+        if stage is not None:
+            stage.on_change(
+                change.kind, change.key, obj, change.old if change.action != "delete" else change.obj
+            )
+        if change.kind == "Pod":
+            return
+        ours = (
+            change.kind in ("ResourceClaim", "PersistentVolumeClaim", "PersistentVolume")
+            and change.action == "update"
+            and change.obj is change.old
+        )
+        if not ours:
+            self.queue.move_all_to_active()
 
     def _on_pod(self, change: Change) -> None:
         key, pod = change.key, change.obj
@@ -327,6 +350,12 @@ class Scheduler:
                 disabled=self.profile.disabled_plugins,
                 namespace_labels=self._namespace_labels,
             )
+            self._ev.claims = ClaimsStage(
+                self.store,
+                snap,
+                self._pods,
+                workload_claims=self.gates.enabled("DRAWorkloadResourceClaims"),
+            )
             for key, pi in self._pods.items():
                 pod = pi.pod
                 if pod.spec.nodeName and not is_terminal(pod):
@@ -467,7 +496,7 @@ class Scheduler:
         if preempted is not None and self.backfill is not None:
             preempted = self._unless_delaying(root, preempted, result, now)
         d = Decision()
-        placed = bind(d, self._node_names(), result.placed)
+        placed = bind(d, self._node_names(), result.placed, self._decided)
         for pi in pods:
             if pi.key not in placed:
                 reason = "SchedulerError" if result.code == Code.ERROR else "Unschedulable"
@@ -495,6 +524,10 @@ class Scheduler:
     def _backfill_nodes(self, root: QueuedRoot, now: float) -> BoolArray | None:
         """Under gang-backfill, the nodes this root may take without delaying a reservation (backfill.py)."""
         return self.backfill.allowed(root.key, now) if self.backfill is not None else None
+
+    def _decided(self, key: PodKey) -> tuple[list[VolumeBinding], list[ClaimReservation]]:
+        stage = self._ev.claims if self._ev is not None else None
+        return stage.decided(key) if stage is not None else ([], [])
 
     def _node_names(self) -> list[str]:
         return self._snap.node_names if self._snap is not None else []
@@ -556,7 +589,7 @@ class Scheduler:
         invalid: bool,
     ) -> Decision:
         d = Decision()
-        placed = bind(d, self._node_names(), result.placed)
+        placed = bind(d, self._node_names(), result.placed, self._decided)
         record_tree(d, self.store, nodes, pending, placed, result, invalid=invalid)
         if result.code == Code.SUCCESS and len(placed) == len(pending):
             self.queue.remove(root.key)

@@ -149,7 +149,7 @@ def evaluate(
     pods = np.array([p for p, _ in scores], dtype=np.int64)
     most = np.array([m for _, m in scores], dtype=np.int64)
     _, best = feasible[choose(pods, most, ev)]
-    undo = [ev.snap.place(pi.key, n, ev.vector(pi), pi.traits) for pi, n in best.placed]
+    undo = [ev.reserve(pi, n) for pi, n in best.placed]
 
     def revert() -> None:
         while undo:

@@ -7,10 +7,10 @@ import datetime as dt
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from lightkube.models import core_v1, meta_v1, scheduling_v1alpha3, scheduling_v1beta1
+from lightkube.models import core_v1, meta_v1, resource_v1, scheduling_v1alpha3, scheduling_v1beta1
 
 from ..api.kinds import kind_info
-from ..scheduler.decision import Condition, Decision, Eviction, Notice
+from ..scheduler.decision import ClaimReservation, Condition, Decision, Eviction, Notice, VolumeBinding
 from .change import Change, Key
 
 __all__ = ["Change", "Store"]
@@ -34,6 +34,7 @@ class Store:
         self._stamp: dt.datetime | None = None
         self.events: list[Notice] = []
         self.evictions: list[Eviction] = []
+        self.volume_bindings: list[VolumeBinding] = []
 
     # --- reading ------------------------------------------------------------------------------------------
     def get(self, kind: str, key: Key) -> Any | None:
@@ -136,9 +137,64 @@ class Store:
             group.status = status_type()
         group.status.conditions = conditions
 
+    def _bind_volume(self, vb: VolumeBinding) -> None:
+        """The scheduler's binding of a claim, completed at once as the PV controller would complete it: a
+        static binding sets the PV's claimRef and the claim's volumeName (both Bound); a claim to provision
+        gets the selected node (no provisioner runs in memory: the claim stays Pending)."""
+        pvc = self.get("PersistentVolumeClaim", vb.pvc)
+        if pvc is None:
+            return
+        annotations = dict(pvc.metadata.annotations or {})
+        if vb.pv is None:
+            annotations["volume.kubernetes.io/selected-node"] = vb.node
+            pvc.metadata.annotations = annotations
+            self._emit(Change("update", "PersistentVolumeClaim", vb.pvc, pvc, pvc))
+            return
+        pv = self.get("PersistentVolume", ("", vb.pv))
+        if pv is None:
+            return
+        pv.spec.claimRef = core_v1.ObjectReference(
+            apiVersion="v1",
+            kind="PersistentVolumeClaim",
+            namespace=vb.pvc[0],
+            name=vb.pvc[1],
+            uid=pvc.metadata.uid,
+        )
+        pv.status = core_v1.PersistentVolumeStatus(phase="Bound")
+        annotations.update(
+            {"pv.kubernetes.io/bind-completed": "yes", "pv.kubernetes.io/bound-by-controller": "yes"}
+        )
+        pvc.metadata.annotations = annotations
+        pvc.spec.volumeName = vb.pv
+        pvc.status = core_v1.PersistentVolumeClaimStatus(
+            phase="Bound", accessModes=pv.spec.accessModes, capacity=pv.spec.capacity
+        )
+        self._emit(Change("update", "PersistentVolume", ("", vb.pv), pv, pv))
+        self._emit(Change("update", "PersistentVolumeClaim", vb.pvc, pvc, pvc))
+
+    def _reserve_claim(self, cr: ClaimReservation) -> None:
+        """status.allocation (when the cycle allocated it) and the consumer in status.reservedFor."""
+        claim = self.get("ResourceClaim", cr.claim)
+        if claim is None:
+            return
+        if claim.status is None:
+            claim.status = resource_v1.ResourceClaimStatus()
+        if cr.allocation is not None:
+            claim.status.allocation = resource_v1.AllocationResult.from_dict(cr.allocation)
+        consumer = resource_v1.ResourceClaimConsumerReference.from_dict(cr.consumer)
+        if consumer not in (claim.status.reservedFor or []):
+            claim.status.reservedFor = [*(claim.status.reservedFor or []), consumer]
+        self._emit(Change("update", "ResourceClaim", cr.claim, claim, claim))
+
     def apply(self, decision: Decision) -> None:
-        """Apply a Decision: bind, nominate, evict, set conditions, record events."""
+        """Apply a Decision: volumes and claims first (kube-scheduler's PreBind), then bind, nominate,
+        evict, set conditions, record events."""
         self._stamp = None
+        for vb in decision.volume_bindings:
+            self._bind_volume(vb)
+            self.volume_bindings.append(vb)
+        for cr in decision.claims:
+            self._reserve_claim(cr)
         for b in decision.bindings:
             pod = self.get("Pod", b.pod)
             if pod is None:

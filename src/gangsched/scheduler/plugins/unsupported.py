@@ -2,9 +2,10 @@
 refused, never placed as if the field were absent (issue 10: "nothing silently ignored").
 
 The refusal acts as a PreFilter rejecting the pod, so it waits with upstream's PreFilter rendering,
-`0/N nodes are available: spec.volumes[0].persistentVolumeClaim is not supported by gangsched yet.` Volume
-plugins (VolumeBinding, VolumeZone, VolumeRestrictions, NodeVolumeLimits) read these volume sources and
-DynamicResources reads resourceClaims; each entry goes when its plugin lands.
+`0/N nodes are available: spec.volumes[0].ephemeral is not supported by gangsched yet.` PersistentVolumeClaim
+volumes and resourceClaims are evaluated by the claims stage (claims_stage.py). What remains: generic
+ephemeral volumes (their claims come from the ephemeral volume controller, which is not emulated), inline
+CSI volumes (NodeVolumeLimits counts them) and the in-tree disks VolumeRestrictions compares.
 """
 
 from __future__ import annotations
@@ -12,10 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 NAME = "Unsupported"
-# Volume sources the volume plugins read (persistent claims, generic ephemeral claims, inline CSI volumes
-# and the in-tree disks VolumeRestrictions compares).
+# Volume sources the volume plugins read that gangsched does not evaluate yet.
 VOLUME_SOURCES = (
-    "persistentVolumeClaim",
     "ephemeral",
     "csi",
     "gcePersistentDisk",
@@ -31,6 +30,4 @@ def refusal(spec: Any) -> str | None:
         for source in VOLUME_SOURCES:
             if getattr(volume, source, None) is not None:
                 return f"spec.volumes[{i}].{source} is not supported by gangsched yet"
-    if spec.resourceClaims:
-        return "spec.resourceClaims is not supported by gangsched yet"
     return None

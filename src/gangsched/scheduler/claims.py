@@ -1,0 +1,161 @@
+"""A pod's ResourceClaims as the DynamicResources plugin resolves them at PreFilter, and what a cycle
+tentatively allocates and reserves (pkg/scheduler/framework/plugins/dynamicresources, PreFilter and
+Reserve; k8s.io/dynamic-resource-allocation/resourceclaim: Name, IsForPod, BindTo).
+
+A pod claim names a ResourceClaim directly (`resourceClaimName`) or through a template, in which case the
+resourceclaim controller has created the claim and recorded its name in `pod.status.resourceClaimStatuses`.
+With DRAWorkloadResourceClaims, a pod claim equal to one of its PodGroup's `spec.resourceClaims` (same name,
+same source) is the group's claim: one ResourceClaim for every member, reserved for the PodGroup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .decision import ClaimReservation
+from .devices import Allocation, DeviceUse
+
+__all__ = ["ClaimReservation", "ClaimUse", "Pending", "PodClaims", "pod_claims"]
+
+ClaimKey = tuple[str, str]
+NOT_CREATED = "ResourceClaim not created yet"
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimUse:
+    """One claim a pod needs, and for whom it is reserved (a Pod or, for a PodGroup claim, the PodGroup)."""
+
+    key: ClaimKey
+    claim: Any
+    consumer: dict[str, str]  # ResourceClaimConsumerReference in API form
+
+
+@dataclass(slots=True)
+class PodClaims:
+    """A pod's claims after PreFilter; `error` set: the pod stops at PreFilter with that message."""
+
+    error: str | None = None
+    uses: list[ClaimUse] = field(default_factory=list)
+
+
+def _source(c: Any) -> tuple[str | None, str | None]:
+    return (c.resourceClaimName, c.resourceClaimTemplateName)
+
+
+def _controller_uid(obj: Any) -> tuple[str, str] | None:
+    for ref in obj.metadata.ownerReferences or []:
+        if ref.controller:
+            return (ref.kind, ref.uid)
+    return None
+
+
+def pod_claims(
+    pod: Any, group: Any, get_claim: Callable[[ClaimKey], Any | None], workload: bool
+) -> PodClaims:
+    """Resolve `pod.spec.resourceClaims` (PreFilter's podResourceClaims): every claim must exist and belong
+    to the pod (or its PodGroup, for a group claim made from a template)."""
+    ns, name = pod.metadata.namespace or "", pod.metadata.name
+    statuses = {
+        s.name: s.resourceClaimName for s in (pod.status.resourceClaimStatuses if pod.status else None) or []
+    }
+    group_claims = {}
+    if workload and group is not None and group.spec is not None:
+        group_claims = {c.name: _source(c) for c in group.spec.resourceClaims or []}
+    out = PodClaims()
+    for pc in pod.spec.resourceClaims or []:
+        if pc.resourceClaimName:
+            claim_name, check_owner = pc.resourceClaimName, False
+        elif pc.name in statuses:
+            claim_name, check_owner = statuses[pc.name], True
+            if claim_name is None:
+                continue  # the controller decided no claim is needed
+        else:
+            out.error = f'pod "{ns}/{name}": {NOT_CREATED}'
+            return out
+        claim = get_claim((ns, claim_name))
+        if claim is None:
+            out.error = f'resourceclaim "{claim_name}" not found'
+            return out
+        if claim.metadata.deletionTimestamp is not None:
+            out.error = f'resourceclaim "{claim_name}" is being deleted'
+            return out
+        for_group = group_claims.get(pc.name) == _source(pc)
+        if check_owner:
+            owner = _controller_uid(claim)
+            expected = (
+                ("PodGroup", group.metadata.uid or "") if for_group else ("Pod", pod.metadata.uid or "")
+            )
+            if owner is None or owner[0] != expected[0] or owner[1] != expected[1]:
+                out.error = (
+                    f"ResourceClaim {ns}/{claim_name} was not created for pod {ns}/{name} (pod is not owner)"
+                )
+                return out
+        if for_group:
+            consumer = {
+                "apiGroup": "scheduling.k8s.io",
+                "resource": "podgroups",
+                "name": group.metadata.name,
+                "uid": group.metadata.uid or "",
+            }
+        else:
+            consumer = {"resource": "pods", "name": name, "uid": pod.metadata.uid or ""}
+        out.uses.append(ClaimUse((ns, claim_name), claim, consumer))
+    return out
+
+
+@dataclass(slots=True)
+class Pending:
+    """A claim allocated tentatively in this cycle, with the consumers it has been reserved for so far."""
+
+    allocation: Allocation
+    consumers: list[dict[str, str]]
+
+
+class ClaimState:
+    """Allocations made tentatively in the current cycles: devices taken and claims allocated, so that a
+    later gang member sees them (the plugin's in-flight allocations). Each `reserve` returns its undo."""
+
+    def __init__(self, use: DeviceUse) -> None:
+        self.use = use
+        self.pending: dict[ClaimKey, Pending] = {}
+        self.by_pod: dict[tuple[str, str], list[ClaimReservation]] = {}
+
+    def settled(self, key: ClaimKey) -> None:
+        """The claim's allocation is in the store now: it is no longer pending here."""
+        pending = self.pending.pop(key, None)
+        if pending is not None:
+            self.use.remove(dev for _, dev in pending.allocation.results)
+
+    def reserve(
+        self, pod: tuple[str, str], new: dict[ClaimKey, Allocation], uses: list[ClaimUse]
+    ) -> Callable[[], None]:
+        records = []
+        for use in uses:
+            allocation = new.get(use.key)
+            if allocation is not None:
+                self.pending[use.key] = Pending(allocation, [])
+                self.use.add(dev for _, dev in allocation.results)
+            pending = self.pending.get(use.key)
+            if pending is not None and use.consumer not in pending.consumers:
+                pending.consumers.append(use.consumer)
+            records.append(
+                ClaimReservation(
+                    use.key, allocation.to_status() if allocation is not None else None, use.consumer
+                )
+            )
+        self.by_pod[pod] = records
+
+        def undo() -> None:
+            self.by_pod.pop(pod, None)
+            for use in uses:
+                pending = self.pending.get(use.key)
+                if pending is None:
+                    continue
+                if use.consumer in pending.consumers:
+                    pending.consumers.remove(use.consumer)
+                if use.key in new and self.pending.pop(use.key, None) is not None:
+                    self.use.remove(dev for _, dev in new[use.key].results)
+
+        return undo

@@ -1,0 +1,307 @@
+"""The filters that read a pod's PersistentVolumeClaims and ResourceClaims, run as one stage of the evaluator:
+VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone and DynamicResources.
+
+Contract, for one snapshot of nodes and one generation of storage and device objects (the scheduler builds a
+new stage when any of them changes):
+- `prefilter(pi)`: the pod's claims resolved, or the PreFilter message that stops it everywhere;
+- `static(pi)`: rejections that hold for the whole generation (bound PVs' node affinity and zones), which
+  preemption cannot lift;
+- `dynamic(pi, nodes)`: rejections that depend on what is placed or reserved (ReadWriteOncePod users, CSI
+  attach counts, PVs and devices taken earlier in this cycle), per plugin in upstream's order, and which of
+  them preemption cannot lift (VolumeBinding, DynamicResources: UnschedulableAndUnresolvable upstream);
+- `reserve(pi, node)`: choose the PVs and allocate the devices on the chosen node and keep them taken until
+  the returned undo runs (a failed gang cycle reverts them with its placements);
+- `decided(pod)`: the VolumeBindings and ClaimReservations for the Decision once the pod binds;
+- `on_change(change)`: keep in step with the store: storage objects rebuild the volume catalog, slices and
+  classes the device catalog, a claim's allocation moves its devices from pending to allocated.
+
+Upstream: pkg/scheduler/framework/plugins/{volumebinding,volumezone,volumerestrictions,nodevolumelimits,
+dynamicresources}; see docs/volumes-and-devices.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from lightkube.models import core_v1
+
+from .claims import ClaimState, PodClaims, pod_claims
+from .decision import ClaimReservation, VolumeBinding
+from .devices import Allocation, AllocationError, DeviceCatalog, allocate, allocate_simple, simple_request
+from .plugins import BoolArray, Rejections
+from .plugins import node_volume_limits as limits
+from .plugins import volume_binding as binding
+from .plugins import volume_restrictions as restrictions
+from .plugins import volume_zone as zone
+from .plugins.node_affinity import term_matches
+from .podinfo import PodInfo, PodKey
+from .snapshot import Snapshot
+from .volumes import PodVolumes, Reservations, VolumeCatalog, pod_claim_names, pod_volumes
+
+__all__ = ["CLAIM_KINDS", "DRA_NAME", "ClaimsStage", "PodClaimState"]
+
+CLAIM_KINDS = (
+    "StorageClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "CSINode",
+    "DeviceClass",
+    "ResourceSlice",
+    "ResourceClaim",
+    "ResourceClaimTemplate",
+)
+
+DRA_NAME = "DynamicResources"
+CANNOT_ALLOCATE = "cannot allocate all claims"
+NOT_ON_NODE = "resourceclaim not available on the node"
+# Upstream's filter order: these four come right after NodeResourcesFit, DynamicResources after
+# InterPodAffinity.
+VOLUME_PLUGINS = (restrictions.NAME, limits.NAME, binding.NAME, zone.NAME)
+
+
+@dataclass(slots=True)
+class PodClaimState:
+    """A pod's PreFilter results for this stage."""
+
+    error: str | None
+    volumes: PodVolumes
+    claims: PodClaims
+    attachable: dict[str, str] = field(default_factory=dict)
+    static: dict[str, Rejections] = field(default_factory=dict)
+
+
+class ClaimsStage:
+    """Volume and device filters over one Snapshot. Not thread-safe."""
+
+    def __init__(
+        self,
+        store: Any,
+        snap: Snapshot,
+        pods: Mapping[PodKey, PodInfo],
+        *,
+        workload_claims: bool,
+    ) -> None:
+        self.store = store
+        self.snap = snap
+        self.pods = pods
+        self.workload_claims = workload_claims
+        self.volumes = VolumeCatalog(store)
+        self.devices = DeviceCatalog(store, snap)
+        self.pv_nodes = binding.PVNodes(snap)
+        self.reservations = Reservations()
+        self.claim_state = ClaimState(self.devices.use)
+        self._states: dict[PodKey, PodClaimState] = {}
+        self._users: dict[tuple[str, str], set[PodKey]] | None = None
+
+    # --- keeping in step with the store -------------------------------------------------------------------
+    def on_change(self, kind: str, key: tuple[str, str], obj: Any, old: Any) -> None:
+        """A stored object changed (`obj` is None on deletion)."""
+        self._states.clear()
+        if kind in ("StorageClass", "PersistentVolume", "PersistentVolumeClaim", "CSINode"):
+            self.volumes = VolumeCatalog(self.store)
+            if kind == "PersistentVolume":
+                self.pv_nodes = binding.PVNodes(self.snap)
+                if obj is not None and obj.spec.claimRef is not None:
+                    self.reservations.taken.pop(key[1], None)  # bound now: no longer only assumed
+        elif kind in ("DeviceClass", "ResourceSlice"):
+            self.devices = DeviceCatalog(self.store, self.snap)
+            self.claim_state = ClaimState(self.devices.use)  # nothing is pending between cycles
+        elif kind == "ResourceClaim":
+            self.devices.claim_changed(key, obj)
+            if obj is not None and obj.status is not None and obj.status.allocation is not None:
+                self.claim_state.settled(key)
+        elif kind == "Pod":
+            self._users = None
+
+    # --- PreFilter ------------------------------------------------------------------------------------------
+    def prefilter(self, pi: PodInfo) -> PodClaimState:
+        state = self._states.get(pi.key)
+        if state is None:
+            state = self._states[pi.key] = self._prefilter(pi)
+        return state
+
+    def _prefilter(self, pi: PodInfo) -> PodClaimState:
+        pod = pi.pod
+        volumes = pod_volumes(self.volumes, pod)
+        group = self.store.get("PodGroup", pi.group) if pi.group is not None else None
+        claims = pod_claims(pod, group, lambda k: self.store.get("ResourceClaim", k), self.workload_claims)
+        error = volumes.error or claims.error
+        if error is None:
+            for use in claims.uses:
+                if self._allocation_of(use.key) is None:
+                    error = self._missing_class(use.claim)
+                    if error:
+                        break
+        state = PodClaimState(error, volumes, claims)
+        if error is None and volumes.bound:
+            state.static[binding.NAME] = binding.bound_rejections(self.pv_nodes, volumes)
+            state.static[zone.NAME] = zone.filter_nodes(self.snap, volumes)
+        if error is None and (volumes.bound or volumes.delay):
+            state.attachable = limits.attachable(self.volumes, pod)
+        return state
+
+    def _missing_class(self, claim: Any) -> str | None:
+        """PreFilter checks every request's device class exists, however the claim is allocated."""
+        for req in claim.spec.devices.requests or [] if claim.spec and claim.spec.devices else []:
+            for sub in [req.exactly] if req.exactly is not None else list(req.firstAvailable or []):
+                if sub.deviceClassName not in self.devices.classes:
+                    return f"request {req.name}: device class {sub.deviceClassName} does not exist"
+        return None
+
+    def static(self, pi: PodInfo) -> BoolArray:
+        """Nodes not rejected by the generation-wide rejections (all False after a PreFilter error)."""
+        state = self.prefilter(pi)
+        ok = np.ones(len(self.snap), dtype=bool)
+        if state.error is not None:
+            return ok & False
+        for rejections in state.static.values():
+            for mask, _ in rejections:
+                ok &= ~mask
+        return ok
+
+    # --- Filter ---------------------------------------------------------------------------------------------
+    def _users_of(self, claim: tuple[str, str]) -> set[PodKey]:
+        if self._users is None:
+            self._users = {}
+            for key, other in self.pods.items():
+                if other.pod.spec.volumes:
+                    ns = key[0]
+                    for name in pod_claim_names(other.pod):
+                        self._users.setdefault((ns, name), set()).add(key)
+        return self._users.get(claim, set())
+
+    def _attached_on(self, node: int) -> list[dict[str, str]]:
+        out = []
+        for key, (where, _) in self.snap.placed.items():
+            if where != node:
+                continue
+            other = self.pods.get(key)
+            if other is not None and other.pod.spec.volumes:
+                out.append(limits.attachable(self.volumes, other.pod))
+        return out
+
+    def _allocation_of(self, key: tuple[str, str]) -> tuple[Allocation | None, Any] | None:
+        """(pending allocation or None, allocated status or None); None when the claim is not allocated."""
+        pending = self.claim_state.pending.get(key)
+        if pending is not None:
+            return (pending.allocation, None)
+        claim = self.store.get("ResourceClaim", key)
+        allocation = claim.status.allocation if claim is not None and claim.status is not None else None
+        return (None, allocation) if allocation is not None else None
+
+    def _available_on(self, pending: Allocation | None, allocated: Any) -> BoolArray:
+        selector = pending.node_selector if pending is not None else None
+        if allocated is not None:
+            selector = allocated.nodeSelector.to_dict() if allocated.nodeSelector is not None else None
+        n = len(self.snap)
+        if selector is None:
+            return np.ones(n, dtype=bool)
+        ok = np.zeros(n, dtype=bool)
+        parsed: Any = core_v1.NodeSelector.from_dict(selector)
+        for term in parsed.nodeSelectorTerms or []:
+            ok |= term_matches(self.snap, term)
+        return ok
+
+    def dynamic(self, pi: PodInfo, nodes: BoolArray) -> list[tuple[str, Rejections]]:
+        """Per plugin (upstream order), the rejections among `nodes`: each plugin sees only the nodes the
+        ones before it left, as upstream runs a node's filters until the first that fails."""
+        state = self.prefilter(pi)
+        n = len(self.snap)
+        out: list[tuple[str, Rejections]] = []
+        remaining = nodes.copy()
+        if state.volumes.rwop and restrictions.conflict(self.snap, pi.key, state.volumes, self._users_of):
+            return [(restrictions.NAME, [(remaining, restrictions.RWOP_CONFLICT)])]
+        if state.attachable:
+            over = np.zeros(n, dtype=bool)
+            for node in np.flatnonzero(remaining):
+                caps = limits.limits(self.volumes, self.snap.node_names[node])
+                if caps and not limits.fits(state.attachable, self._attached_on(int(node)), caps):
+                    over[node] = True
+            if over.any():
+                out.append((limits.NAME, [(over, limits.REASON)]))
+                remaining &= ~over
+        if state.volumes.delay:
+            ok = binding.unbound_ok(
+                self.snap, self.pv_nodes, self.volumes, self.reservations, state.volumes, remaining
+            )
+            bad = remaining & ~ok
+            if bad.any():
+                out.append((binding.NAME, [(bad, binding.BIND_CONFLICT)]))
+                remaining &= ok
+        if state.claims.uses:
+            rejections = self._devices_filter(state, remaining)
+            if rejections:
+                out.append((DRA_NAME, rejections))
+        return out
+
+    def _devices_filter(self, state: PodClaimState, nodes: BoolArray) -> Rejections:
+        """DynamicResources' Filter: allocated claims must be available on the node, the others must all be
+        allocatable there together."""
+        n = len(self.snap)
+        not_here = np.zeros(n, dtype=bool)
+        to_allocate = []
+        for use in state.claims.uses:
+            current = self._allocation_of(use.key)
+            if current is None:
+                to_allocate.append(use.claim)
+            else:
+                not_here |= nodes & ~self._available_on(*current)
+        out: Rejections = [(not_here, NOT_ON_NODE)] if not_here.any() else []
+        if not to_allocate:
+            return out
+        candidates = nodes & ~not_here
+        try:
+            simple = simple_request(self.devices, to_allocate)
+        except AllocationError as e:
+            return [*out, (candidates, str(e))]
+        free = self.devices.use.free_per_node(simple[0]) if simple is not None else None
+        if simple is not None and free is not None:
+            short = candidates & (free < simple[1])
+            return [*out, (short, CANNOT_ALLOCATE)] if short.any() else out
+        in_use = self.devices.use
+        short = np.zeros(n, dtype=bool)
+        errors: dict[str, BoolArray] = {}
+        for node in np.flatnonzero(candidates):
+            try:
+                if allocate(self.devices, to_allocate, int(node), in_use) is None:
+                    short[node] = True
+            except AllocationError as e:
+                errors.setdefault(str(e), np.zeros(n, dtype=bool))[node] = True
+        if short.any():
+            out.append((short, CANNOT_ALLOCATE))
+        out += [(mask, message) for message, mask in errors.items()]
+        return out
+
+    # --- Reserve --------------------------------------------------------------------------------------------
+    def reserve(self, pi: PodInfo, node: int) -> Callable[[], None]:
+        """Take the pod's PVs and devices on `node` (which passed `dynamic`); returns the undo."""
+        state = self.prefilter(pi)
+        undo: list[Callable[[], None]] = []
+        if state.volumes.delay:
+            chosen = binding.choose(
+                self.snap, self.pv_nodes, self.volumes, self.reservations, state.volumes, node
+            )
+            undo.append(self.reservations.assume(pi.key, chosen or []))
+        if state.claims.uses:
+            to_allocate = [u for u in state.claims.uses if self._allocation_of(u.key) is None]
+            new: dict[tuple[str, str], Allocation] = {}
+            if to_allocate:
+                claims = [u.claim for u in to_allocate]
+                if len(claims) == 1:
+                    found = allocate_simple(self.devices, claims[0], node) or []
+                else:
+                    found = allocate(self.devices, claims, node, self.devices.use) or []
+                new = {u.key: a for u, a in zip(to_allocate, found, strict=True)}
+            undo.append(self.claim_state.reserve(pi.key, new, state.claims.uses))
+
+        def revert() -> None:
+            while undo:
+                undo.pop()()
+
+        return revert
+
+    def decided(self, pod: PodKey) -> tuple[list[VolumeBinding], list[ClaimReservation]]:
+        return (self.reservations.by_pod.get(pod, []), self.claim_state.by_pod.get(pod, []))

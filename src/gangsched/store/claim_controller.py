@@ -1,0 +1,142 @@
+"""The resourceclaim controller's part, for the in-memory store (pkg/controller/resourceclaim/controller.go:
+syncPod/handleClaim, syncPodGroup/handlePodGroupClaim).
+
+For every PodGroup claim made from a template it creates one ResourceClaim owned by the PodGroup and records
+it in `status.resourceClaimStatuses`; for every pod claim made from a template it records the PodGroup's
+claim when the pod claim equals a PodGroup claim (DRAWorkloadResourceClaims), else creates a ResourceClaim
+owned by the pod, named `<pod>-<claim>-<5 characters>` with the annotation
+`resource.kubernetes.io/pod-claim-name`, the template's labels and annotations and spec. Upstream the five
+characters are random (generateName); here they are derived from the owner and the claim, so that the same
+input gives the same names.
+
+`sync_claims(store, workload_claims=...)` is idempotent: objects already recorded are left alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from lightkube.models import core_v1, meta_v1, resource_v1, scheduling_v1beta1
+
+__all__ = ["POD_CLAIM_ANNOTATION", "generated_name", "sync_claims"]
+
+POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
+# The alphabet of the API server's generateName suffixes (k8s.io/apimachinery/pkg/util/rand).
+_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_MAX_BASE = 57
+
+
+def generated_name(owner: str, claim: str, namespace: str) -> str:
+    """`<owner>-<claim>-xxxxx`, both parts cut proportionally when too long, as handleClaim does."""
+    base = f"{owner}-{claim}-"
+    if len(base) > _MAX_BASE:
+        base = (
+            owner[: len(owner) * _MAX_BASE // len(base)] + "-" + claim[: len(claim) * _MAX_BASE // len(base)]
+        )
+    digest = hashlib.sha256(f"{namespace}/{owner}/{claim}".encode()).digest()
+    return base + "".join(_ALPHABET[b % len(_ALPHABET)] for b in digest[:5])
+
+
+def _create(store: Any, owner: Any, kind: str, api_version: str, claim_name: str, template: Any) -> str:
+    ns = owner.metadata.namespace or ""
+    name = generated_name(owner.metadata.name, claim_name, ns)
+    annotations = dict((template.spec.metadata.annotations or {}) if template.spec.metadata else {})
+    if kind == "Pod":
+        annotations[POD_CLAIM_ANNOTATION] = claim_name
+    labels = (template.spec.metadata.labels or None) if template.spec.metadata else None
+    claim = resource_v1.ResourceClaim(
+        apiVersion="resource.k8s.io/v1",
+        kind="ResourceClaim",
+        metadata=meta_v1.ObjectMeta(
+            name=name,
+            namespace=ns,
+            annotations=annotations or None,
+            labels=labels,
+            ownerReferences=[
+                meta_v1.OwnerReference(
+                    apiVersion=api_version,
+                    kind=kind,
+                    name=owner.metadata.name,
+                    uid=owner.metadata.uid or "",
+                    controller=True,
+                )
+            ],
+        ),
+        # Shared with the template: specs are never changed once stored (the API server makes them
+        # immutable), and a copy per claim costs more than the rest of creating it.
+        spec=template.spec.spec,
+    )
+    if store.get("ResourceClaim", (ns, name)) is None:
+        store.add(claim)
+    return name
+
+
+def _sync_group(store: Any, pg: Any) -> None:
+    ns = pg.metadata.namespace or ""
+    recorded = {s.name for s in (pg.status.resourceClaimStatuses if pg.status else None) or []}
+    statuses = []
+    for c in pg.spec.resourceClaims or []:
+        if c.name in recorded or not c.resourceClaimTemplateName:
+            continue
+        template = store.get("ResourceClaimTemplate", (ns, c.resourceClaimTemplateName))
+        if template is None:
+            continue  # the controller retries once the template exists
+        name = _create(store, pg, "PodGroup", "scheduling.k8s.io/v1beta1", c.name, template)
+        statuses.append(scheduling_v1beta1.PodGroupResourceClaimStatus(name=c.name, resourceClaimName=name))
+    if statuses:
+        if pg.status is None:
+            pg.status = scheduling_v1beta1.PodGroupStatus()
+        pg.status.resourceClaimStatuses = [*(pg.status.resourceClaimStatuses or []), *statuses]
+        store.add(pg)
+
+
+def _group_claim(store: Any, pod: Any, pc: Any) -> str | None:
+    """The PodGroup's claim name when `pc` equals a claim of the pod's PodGroup (resourceclaim.BindTo)."""
+    group = pod.spec.schedulingGroup
+    pg = store.get("PodGroup", (pod.metadata.namespace or "", group.podGroupName)) if group else None
+    if pg is None:
+        return None
+    for c in pg.spec.resourceClaims or []:
+        same = (c.resourceClaimName, c.resourceClaimTemplateName) == (
+            pc.resourceClaimName,
+            pc.resourceClaimTemplateName,
+        )
+        if c.name == pc.name and same:
+            for s in (pg.status.resourceClaimStatuses if pg.status else None) or []:
+                if s.name == c.name:
+                    return str(s.resourceClaimName)
+    return None
+
+
+def _sync_pod(store: Any, pod: Any, workload_claims: bool) -> None:
+    ns = pod.metadata.namespace or ""
+    recorded = {s.name for s in (pod.status.resourceClaimStatuses if pod.status else None) or []}
+    statuses = []
+    for pc in pod.spec.resourceClaims or []:
+        if pc.name in recorded or not pc.resourceClaimTemplateName:
+            continue
+        name = _group_claim(store, pod, pc) if workload_claims else None
+        if name is None:
+            template = store.get("ResourceClaimTemplate", (ns, pc.resourceClaimTemplateName))
+            if template is None:
+                continue
+            name = _create(store, pod, "Pod", "v1", pc.name, template)
+        statuses.append(core_v1.PodResourceClaimStatus(name=pc.name, resourceClaimName=name))
+    if statuses:
+        if pod.status is None:
+            pod.status = core_v1.PodStatus()
+        pod.status.resourceClaimStatuses = [*(pod.status.resourceClaimStatuses or []), *statuses]
+        store.add(pod)
+
+
+def sync_claims(store: Any, *, workload_claims: bool) -> None:
+    """Create the claims templates call for and record them, PodGroups first (their members point to
+    them). `workload_claims`: the DRAWorkloadResourceClaims gate."""
+    if workload_claims:
+        for pg in store.list("PodGroup"):
+            if pg.spec is not None and pg.spec.resourceClaims:
+                _sync_group(store, pg)
+    for pod in store.list("Pod"):
+        if pod.spec is not None and pod.spec.resourceClaims and not pod.spec.nodeName:
+            _sync_pod(store, pod, workload_claims)

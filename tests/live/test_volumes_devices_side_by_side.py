@@ -1,0 +1,256 @@
+"""Volumes and devices side by side with kube-scheduler v1.37.2 on the same API server, with
+kube-controller-manager's persistentvolume-binder and resourceclaim controllers running, so that volume
+binding and claims from templates complete as on a real cluster. Each scheduler gets its own namespace and
+nodes with the same objects; both must reach the same outcome: where the pods run, which volume each claim
+is bound to, which devices each claim is allocated and for whom they are reserved."""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from lightkube import Client, codecs
+from lightkube.core.exceptions import ApiError
+from lightkube.models.meta_v1 import ObjectMeta
+from lightkube.resources.core_v1 import (
+    Namespace,
+    Node,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    Pod,
+    ServiceAccount,
+)
+from lightkube.resources.resource_v1 import ResourceClaim, ResourceSlice
+
+from gangsched.live.controlplane import ManagedProcess
+from gangsched.live.fakenodes import create_node
+
+SCHEDULERS = {"kube": "default-scheduler", "gangsched": "gangsched"}
+DRIVER = "gpu.gangsched.test"
+CLASS = "gangsched-test-local-wffc"
+DEVICE_CLASS = "gangsched-test-gpu"
+
+
+def _wait(what: str, check: Callable[[], Any], timeout: float = 90.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.5)
+
+
+@pytest.fixture
+def sides(kube_client: Client) -> Iterator[dict[str, str]]:
+    """One namespace per scheduler, each with two nodes `<ns>-n1`, `<ns>-n2` labelled for it."""
+    made: dict[str, str] = {}
+    for side in SCHEDULERS:
+        ns = f"{side}-vd-{secrets.token_hex(3)}"
+        kube_client.create(Namespace(metadata=ObjectMeta(name=ns)))
+        kube_client.create(ServiceAccount(metadata=ObjectMeta(name="default", namespace=ns)))
+        for n in ("n1", "n2"):
+            capacity = {"cpu": "4", "memory": "8Gi", "pods": "20"}
+            create_node(kube_client, f"{ns}-{n}", capacity, labels={"gangsched.test/namespace": ns})
+        made[side] = ns
+    yield made
+    for ns in made.values():
+        for n in ("n1", "n2"):
+            with contextlib.suppress(ApiError):
+                kube_client.delete(Node, f"{ns}-{n}")
+        kube_client.delete(Namespace, ns)
+
+
+def _create(client: Client, doc: dict[str, Any]) -> None:
+    try:
+        client.create(codecs.from_dict(doc))
+    except ApiError as e:
+        if e.status.code != 409:  # shared, cluster-scoped objects made by the other side or a rerun
+            raise
+
+
+def _pod(ns: str, name: str, scheduler: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "schedulerName": scheduler,
+            "nodeSelector": {"gangsched.test/namespace": ns},
+            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
+            **spec,
+        },
+    }
+
+
+def _node_of(client: Client, ns: str, name: str) -> str | None:
+    node: str | None = client.get(Pod, name, namespace=ns).spec.nodeName
+    return node
+
+
+def _storage_class() -> dict[str, Any]:
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": CLASS},
+        "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer",
+    }
+
+
+def _local_pv(name: str, node: str) -> dict[str, Any]:
+    on_node = {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name},
+        "spec": {
+            "capacity": {"storage": "10Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "storageClassName": CLASS,
+            "local": {"path": "/mnt/disk"},
+            "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [on_node]}]}},
+        },
+    }
+
+
+def _claim(ns: str, name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "storageClassName": CLASS,
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+        },
+    }
+
+
+def _device_class() -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": DEVICE_CLASS},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]},
+    }
+
+
+def _slice(name: str, node: str, devices: list[str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": name},
+        "spec": {
+            "driver": DRIVER,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": [{"name": d} for d in devices],
+        },
+    }
+
+
+def _template(ns: str) -> dict[str, Any]:
+    request = {"name": "gpu", "exactly": {"deviceClassName": DEVICE_CLASS}}
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "one-gpu", "namespace": ns},
+        "spec": {"spec": {"devices": {"requests": [request]}}},
+    }
+
+
+def test_wait_for_first_consumer_binds_the_local_pv(
+    kube_client: Client,
+    kube_scheduler: ManagedProcess,
+    gangsched: ManagedProcess,
+    volume_and_claim_controllers: ManagedProcess,
+    sides: dict[str, str],
+) -> None:
+    """A WaitForFirstConsumer claim and one local PV on n2: both schedulers put the pod on n2 and the PV
+    controller binds the claim to that PV."""
+    _create(kube_client, _storage_class())
+    for side, ns in sides.items():
+        _create(kube_client, _local_pv(f"{ns}-local", f"{ns}-n2"))
+        _create(kube_client, _claim(ns, "data"))
+        volume = {"name": "d", "persistentVolumeClaim": {"claimName": "data"}}
+        _create(kube_client, _pod(ns, "p", SCHEDULERS[side], volumes=[volume]))
+
+    def bound_claim(ns: str) -> Any:
+        claim = kube_client.get(PersistentVolumeClaim, "data", namespace=ns)
+        return claim if claim.status is not None and claim.status.phase == "Bound" else None
+
+    for side, ns in sides.items():
+        node = _wait(f"{side}: pod bound", lambda ns=ns: _node_of(kube_client, ns, "p"))
+        assert node == f"{ns}-n2", side
+        claim = _wait(f"{side}: claim bound", lambda ns=ns: bound_claim(ns))
+        assert claim.spec.volumeName == f"{ns}-local", side
+        pv = kube_client.get(PersistentVolume, f"{ns}-local")
+        assert (pv.spec.claimRef.namespace, pv.spec.claimRef.name) == (ns, "data"), side
+
+
+def _pending_message(client: Client, ns: str, pods: list[str]) -> str | None:
+    for name in pods:
+        pod = client.get(Pod, name, namespace=ns)
+        if pod.spec.nodeName:
+            continue
+        for c in (pod.status.conditions if pod.status else None) or []:
+            if c.type == "PodScheduled" and c.status == "False" and c.message:
+                return f"{c.reason}: {c.message}"
+    return None
+
+
+def test_claims_from_templates_get_node_local_devices(
+    kube_client: Client,
+    kube_scheduler: ManagedProcess,
+    gangsched: ManagedProcess,
+    volume_and_claim_controllers: ManagedProcess,
+    sides: dict[str, str],
+) -> None:
+    """Two devices on n1, none on n2, three pods each with a one-device claim from a template: with both
+    schedulers two pods run on n1 with distinct devices, their claims allocated and reserved for them, and
+    the third waits because no node can allocate its claim."""
+    _create(kube_client, _device_class())
+    pods = ["p0", "p1", "p2"]
+    for side, ns in sides.items():
+        _create(kube_client, _slice(f"{ns}-n1-gpus", f"{ns}-n1", ["gpu-0", "gpu-1"]))
+        _create(kube_client, _template(ns))
+        claim = {"name": "gpu", "resourceClaimTemplateName": "one-gpu"}
+        for name in pods:
+            _create(kube_client, _pod(ns, name, SCHEDULERS[side], resourceClaims=[claim]))
+    messages = {}
+    for side, ns in sides.items():
+        _wait(
+            f"{side}: two pods bound",
+            lambda ns=ns: sum(bool(_node_of(kube_client, ns, p)) for p in pods) == 2,
+        )
+        messages[side] = _wait(
+            f"{side}: the third pod's reason",
+            lambda ns=ns: (m := _pending_message(kube_client, ns, pods)) and "allocate" in m and m,
+        )
+    time.sleep(2)  # and nothing more gets bound
+    for side, ns in sides.items():
+        bound = {p: _node_of(kube_client, ns, p) for p in pods}
+        assert sorted(n for n in bound.values() if n) == [f"{ns}-n1", f"{ns}-n1"], (side, bound)
+        devices = set()
+        for claim in kube_client.list(ResourceClaim, namespace=ns):
+            owner = claim.metadata.ownerReferences[0].name
+            allocation = claim.status.allocation if claim.status else None
+            if not bound[owner]:
+                assert allocation is None, (side, claim.metadata.name)
+                continue
+            assert allocation is not None, (side, claim.metadata.name)
+            (result,) = allocation.devices.results
+            assert (result.driver, result.pool) == (DRIVER, f"{ns}-n1"), side
+            devices.add(result.device)
+            assert [r.name for r in claim.status.reservedFor] == [owner], side
+        assert devices == {"gpu-0", "gpu-1"}, side
+        kube_client.delete(ResourceSlice, f"{ns}-n1-gpus")
+    for side, message in messages.items():
+        assert message.startswith("Unschedulable: 0/"), (side, message)
+        assert "2 cannot allocate all claims" in message, (side, message)
