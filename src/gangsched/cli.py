@@ -18,6 +18,7 @@ from .api.loader import display_path
 from .builder.command import build_manifests, expanded_inputs
 from .report.schedule_output import as_json, as_table, as_yaml
 from .schedule import schedule_objects, settle
+from .scheduler.backfill import BackfillSettings
 
 GATES_HELP = (
     "Kubernetes-style A=true,B=false. Gates: "
@@ -51,6 +52,52 @@ files_option = click.option(
     required=True,
     help="File, directory (recursive) or - for stdin. Repeatable.",
 )
+
+
+def _backfill(ctx: click.Context, _param: click.Parameter, value: str | None) -> BackfillSettings | None:
+    """--backfill DEPTH with the other planning options: gang-backfill's settings, or None when off."""
+    params = ctx.params
+    if value is None:
+        return None
+    try:
+        depth = None if value == "all" else int(value)
+        return BackfillSettings(
+            depth=depth,
+            window=params.get("bf_window", 86_400.0),
+            resolution=params.get("bf_resolution", 60.0),
+            interval=params.get("bf_interval", 30.0),
+            aging_rate=params.get("aging_rate", 0.0),
+            aging_cap=params.get("aging_cap", 0.0),
+        )
+    except ValueError as e:
+        raise BadInput(
+            f"--backfill {value}: {e}"
+            if "invalid literal" not in str(e)
+            else f"--backfill {value}: want a number of reservations or 'all'"
+        ) from e
+
+
+def backfill_options(f: Any) -> Any:
+    """Reservations + backfill (docs/backfill.md): `--backfill DEPTH` turns it on (1: EASY, N, all:
+    conservative, 0: none); the planning options are Slurm's bf_window, bf_resolution and bf_interval."""
+    plan = [
+        click.option("--bf-window", type=float, default=86_400.0, show_default=True, is_eager=True,
+                     help="Planning window: no reservation starts later than this many seconds ahead."),
+        click.option("--bf-resolution", type=float, default=60.0, show_default=True, is_eager=True,
+                     help="Planning time step, seconds."),
+        click.option("--bf-interval", type=float, default=30.0, show_default=True, is_eager=True,
+                     help="Seconds a backfill plan is kept at most while work starts and ends."),
+        click.option("--aging-rate", type=float, default=0.0, show_default=True, is_eager=True,
+                     help="Priority points a waiting root gains per hour (backfill's plan order)."),
+        click.option("--aging-cap", type=float, default=0.0, show_default=True, is_eager=True,
+                     help="At most this many priority points from aging."),
+        click.option("--backfill", "backfill", callback=_backfill, default=None, metavar="DEPTH",
+                     help="Queue policy gang-backfill: reserve nodes for the first DEPTH waiting roots "
+                     "(1: EASY, N, all: conservative, 0: none) and start others only where they delay none."),
+    ]  # fmt: skip
+    for option in reversed(plan):
+        f = option(f)
+    return f
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -118,8 +165,16 @@ def _fail_on_problems(problems: Sequence[Problem]) -> None:
     help="Score only as many feasible topology placements as upstream's adaptive limit allows "
     "(default: score them all).",
 )
+@backfill_options
 def schedule(
-    paths: Sequence[str], gates: FeatureGates, output: str, seed: int, scoring: str, placement_limit: bool
+    paths: Sequence[str],
+    gates: FeatureGates,
+    output: str,
+    seed: int,
+    scoring: str,
+    placement_limit: bool,
+    backfill: BackfillSettings | None,
+    **_planning: float,
 ) -> None:
     """Schedule the given objects until nothing more can change and print the final state.
 
@@ -128,7 +183,9 @@ def schedule(
     invalid (exit 1, one line per problem)."""
     objects, problems = expanded_inputs(paths, gates)
     _fail_on_problems(problems)  # expanded_inputs defaulted every object, the created ones too
-    store = schedule_objects(objects, gates, seed=seed, scoring=scoring, placement_limit=placement_limit)
+    store = schedule_objects(
+        objects, gates, seed=seed, scoring=scoring, placement_limit=placement_limit, backfill=backfill
+    )
     if output == "json":
         click.echo(json.dumps(as_json(store), indent=2))
     elif output == "yaml":
@@ -169,20 +226,17 @@ def _explain_target(store: Any, scheduler: Any, target: str) -> tuple[str, str, 
 @gates_option
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="As for schedule.")
-@click.option(
-    "--bf-window", type=float, default=86_400.0, show_default=True, help="Planning window, seconds."
-)
-@click.option(
-    "--bf-resolution", type=float, default=60.0, show_default=True, help="Planning time step, seconds."
-)
+@backfill_options
 def explain(
     paths: Sequence[str],
     target: str,
     gates: FeatureGates,
     output: str,
     seed: int,
+    backfill: BackfillSettings | None,
     bf_window: float,
     bf_resolution: float,
+    **_planning: float,
 ) -> None:
     """Why TARGET ([KIND/][NAMESPACE/]NAME: a pod, PodGroup or CompositePodGroup) is pending after
     scheduling the given objects as `schedule` does, and when it is expected to start: failing checks,
@@ -197,7 +251,7 @@ def explain(
         raise BadInput(str(e)) from e
     objects, problems = expanded_inputs(paths, gates)
     _fail_on_problems(problems)  # expanded_inputs defaulted every object, the created ones too
-    settled = settle(objects, gates, seed=seed)
+    settled = settle(objects, gates, seed=seed, backfill=backfill)
     root = _explain_target(settled.store, settled.scheduler, target)
     answer = explain_root(settled.scheduler, root, settled.now, settings=settings)
     click.echo(json.dumps(as_dict(answer), indent=2) if output == "json" else render(answer))
@@ -234,6 +288,13 @@ def demo(seed: int) -> None:
 @click.option(
     "--api-concurrency", type=int, default=16, show_default=True, help="API writes (binds, ...) at once."
 )
+@backfill_options
+@click.option(
+    "--explain-pending",
+    is_flag=True,
+    help="Write why a group waits and when it starts (as `explain`) into a condition "
+    "gangsched.io/WhyPending and a WhyPending Event on it, beside upstream's conditions.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
 def run(
     kubeconfig: str,
@@ -248,7 +309,10 @@ def run(
     metrics_port: int | None,
     seed: int,
     api_concurrency: int,
+    backfill: BackfillSettings | None,
+    explain_pending: bool,
     verbose: bool,
+    **_planning: float,
 ) -> None:
     """Schedule a real cluster as a secondary scheduler: pods with spec.schedulerName = --scheduler-name."""
     import asyncio
@@ -275,5 +339,7 @@ def run(
         metrics_port=metrics_port,
         seed=seed,
         api_concurrency=api_concurrency,
+        backfill=backfill,
+        explain_pending=explain_pending,
     )
     sys.exit(asyncio.run(run_live(options)))

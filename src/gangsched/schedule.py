@@ -9,6 +9,7 @@ from typing import Any
 
 from .api.gates import FeatureGates
 from .scheduler import Profile, Scheduler, run_until_stable
+from .scheduler.backfill import BackfillSettings
 from .store import Store
 from .store.claim_controller import sync_claims
 
@@ -17,7 +18,7 @@ __all__ = ["Settled", "schedule_objects", "settle"]
 
 def schedule_objects(objects: Iterable[Any], gates: FeatureGates, **options: Any) -> Store:
     """Load `objects` (defaulted and valid) into a fresh store, schedule until nothing changes, return it.
-    `options` are `settle`'s (seed, scoring, placement_limit)."""
+    `options` are `settle`'s (seed, scoring, placement_limit, backfill)."""
     return settle(objects, gates, **options).store
 
 
@@ -37,6 +38,7 @@ def settle(
     seed: int = 0,
     scoring: str = "LeastAllocated",
     placement_limit: bool = False,
+    backfill: BackfillSettings | None = None,
 ) -> Settled:
     """`schedule_objects`, keeping the scheduler (for `explain`, which reads its queue and snapshot)."""
     store = Store()
@@ -45,8 +47,7 @@ def settle(
     sync_claims(store, workload_claims=gates.enabled("DRAWorkloadResourceClaims"))
     # The objects live as long as the run: keep the cyclic GC from walking them again and again.
     gc.freeze()
-    scheduler = Scheduler(
-        store, gates, seed=seed, profile=Profile(scoring=scoring, placement_limit=placement_limit)
-    )
+    profile = Profile(scoring=scoring, placement_limit=placement_limit, backfill=backfill)
+    scheduler = Scheduler(store, gates, seed=seed, profile=profile)
     now = run_until_stable(store, scheduler)
     return Settled(store, scheduler, now)

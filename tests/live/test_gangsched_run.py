@@ -431,3 +431,40 @@ def test_metrics_health_and_events(
         ("too-big-1", "FailedScheduling", name),
     }
     wait_for("events", lambda: events() >= expected)
+
+
+def test_why_pending_condition_and_event_beside_upstreams(
+    control_plane: LocalControlPlane,
+    start_gangsched: StartGangsched,
+    kube_client: Client,
+    namespace: str,
+    make_node: MakeNode,
+) -> None:
+    """--explain-pending: a gang of 2 x 3 CPU on one 4-CPU node waits; upstream's condition keeps upstream's
+    message, and the explanation lands in gangsched.io/WhyPending and a WhyPending Event on the PodGroup."""
+    make_node("n1", {"cpu": "4"})
+    name = f"gs-explain-{secrets.token_hex(3)}"
+    start_gangsched("--scheduler-name", name, "--explain-pending", "--backfill", "1")
+    kube_client.create(_group(namespace, "too-big", 2))
+    for i in range(2):
+        kube_client.create(_pod(namespace, f"too-big-{i}", "too-big", name, cpu="3"))
+
+    def why() -> Any:
+        return condition(kube_client.get(PodGroup, "too-big", namespace=namespace), "gangsched.io/WhyPending")
+
+    explained = wait_for("WhyPending", why)
+    assert explained.reason == "Pending"
+    assert explained.message.startswith(f"PodGroup {namespace}/too-big: pending\n"), explained.message
+    assert "needs 6 cpu, the cluster has 4 free" in explained.message, explained.message
+    upstream = condition(
+        kube_client.get(PodGroup, "too-big", namespace=namespace), "PodGroupInitiallyScheduled"
+    )
+    assert (upstream.status, upstream.reason) == ("False", "Unschedulable")
+    assert upstream.message.startswith("minCount (2) cannot be satisfied"), upstream.message
+
+    def events() -> set[tuple[str, str]]:
+        code, answer = control_plane.request("GET", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events")
+        assert code == 200, answer
+        return {(e["regarding"]["kind"], e["reason"]) for e in answer["items"]}
+
+    wait_for("WhyPending event", lambda: ("PodGroup", "WhyPending") in events())

@@ -75,3 +75,22 @@ def test_history_is_the_mean_of_the_owners_last_two_runs() -> None:
         history.record(("Job", "default", "train"), seconds)
     assert estimate_of([p], Objects([]), history=history) == Estimate(400.0, "history")
     assert estimate_of([p], Objects([])) == Estimate(None)  # no history kept (schedule mode)
+
+
+def test_live_history_records_the_run_time_of_a_finished_pod() -> None:
+    """A Job's pod bound at t = 0 and finished at t = 250 is one run of 250 s of its owner."""
+    from gangsched.scheduler import Profile, run_until_stable
+    from gangsched.scheduler.backfill import BackfillSettings
+    from tests.scheduler.plan_objects import node, scheduler_for
+
+    member = pod("train-0", 1)
+    member["metadata"]["ownerReferences"] = [
+        {"apiVersion": "batch/v1", "kind": "Job", "name": "train", "uid": "u", "controller": True}
+    ]
+    store, scheduler = scheduler_for([node("n1"), member], Profile(backfill=BackfillSettings()))
+    assert scheduler.backfill is not None
+    scheduler.backfill.history = history = History()
+    run_until_stable(store, scheduler)
+    store.clock = lambda: 250.0
+    store.delete("Pod", ("default", "train-0"))
+    assert history.estimate(("Job", "default", "train")) == 250.0

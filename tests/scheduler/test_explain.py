@@ -107,3 +107,41 @@ def test_cli_explain_a_member_pod_explains_its_group(tmp_path: Any) -> None:
     missing = CliRunner().invoke(main, ["explain", "-f", str(path), "podgroup/default/nope"])
     assert missing.exit_code == 1
     assert "podgroup/default/nope: no PodGroup default/nope in the input" in missing.output
+
+
+def test_why_pending_goes_into_a_condition_of_its_own_and_an_event() -> None:
+    """Live mode's --explain-pending: upstream's condition keeps upstream's message; the explanation goes
+    into gangsched.io/WhyPending and a WhyPending Event on the PodGroup."""
+    from gangsched.scheduler import Profile
+    from gangsched.scheduler.scheduler import WHY_PENDING
+
+    plain_store, plain = scheduler_for(cluster())
+    run_until_stable(plain_store, plain)
+    store, scheduler = scheduler_for(cluster(), Profile(explain_pending=True))
+    run_until_stable(store, scheduler)
+    conditions = {c.type: c for c in store.get("PodGroup", ("default", "g")).status.conditions}
+    upstream = {c.type: c for c in plain_store.get("PodGroup", ("default", "g")).status.conditions}
+    key = "PodGroupInitiallyScheduled"
+    assert (conditions[key].reason, conditions[key].message) == (upstream[key].reason, upstream[key].message)
+    assert "estimated start: t=600s (in 600s) on n1, n2 in rack r1" in conditions[WHY_PENDING].message
+    assert (conditions[WHY_PENDING].status, conditions[WHY_PENDING].reason) == ("True", "Pending")
+    events = [e for e in store.events if e.reason == "WhyPending"]
+    assert {e.object for e in events} == {"PodGroup default/g", "PodGroup default/h"}
+    assert not [e for e in plain_store.events if e.reason == "WhyPending"]
+
+
+def test_bad_backfill_options_exit_1(tmp_path: Any) -> None:
+    import yaml
+    from click.testing import CliRunner
+
+    path = tmp_path / "in.yaml"
+    path.write_text(yaml.safe_dump_all(cluster()))
+    for args, message in [
+        (["--backfill", "x"], "--backfill x: want a number of reservations or 'all'"),
+        (["--backfill", "-1"], "reservation depth must be >= 0 or 'all'"),
+        (["--backfill", "1", "--bf-resolution", "0"], "planning window and resolution must be > 0 seconds"),
+    ]:
+        result = CliRunner().invoke(main, ["schedule", "-f", str(path), *args])
+        assert result.exit_code == 1 and message in result.output, (args, result.output)
+    ok = CliRunner().invoke(main, ["explain", "-f", str(path), "default/h", "--backfill", "all"])
+    assert ok.exit_code == 0 and "estimated start: t=900s" in ok.output, ok.output

@@ -375,17 +375,16 @@ class Applier:
             "message": c.message,
             "lastTransitionTime": since,
         }
-        if change.kind == "Pod":
-            patch = {"status": {"conditions": [entry]}}
-        else:
-            # metav1.Condition: reason is required; the whole list is sent (merge patch replaces lists).
+        if change.kind != "Pod":
+            # metav1.Condition: reason is required.
             entry["reason"] = c.reason or c.status
             entry["observedGeneration"] = obj.metadata.generation
-            others = [x.to_dict() for x in conditions if x.type != c.type]
-            patch = {"status": {"conditions": [*others, entry]}}
+        # Pod, PodGroup and CompositePodGroup conditions all merge by type (patchMergeKey "type"), so each
+        # write carries its own condition only and two writes on one object in flight cannot undo each other.
+        patch = {"status": {"conditions": [entry]}}
 
         def request() -> Coroutine[Any, Any, ApiStatus]:
-            return self.api.patch_status(change.kind, change.key, patch, strategic=change.kind == "Pod")
+            return self.api.patch_status(change.kind, change.key, patch, strategic=True)
 
         what = f"condition {c.type} on {change.kind} {change.key[0]}/{change.key[1]}"
         if not await self._write(request, what):

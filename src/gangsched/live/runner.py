@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 
 from ..api.gates import FeatureGates
 from ..scheduler import Decision, Profile, Scheduler
+from ..scheduler.backfill import BackfillSettings
+from ..scheduler.estimates import History
 from ..store.store import EPOCH, Store
 from .applier import EVENT_WRITES, Applier
 from .cache import LiveCache
@@ -72,6 +74,8 @@ class RunOptions:
     metrics_port: int | None = None
     seed: int = 0
     api_concurrency: int = 16
+    backfill: BackfillSettings | None = None
+    explain_pending: bool = False
 
 
 def _wall_clock() -> float:
@@ -98,8 +102,14 @@ class LiveScheduler:
     async def start(self) -> None:
         self._tasks = [asyncio.create_task(i.run(), name=f"informer-{i.kind}") for i in self.informers]
         await asyncio.gather(*(i.synced.wait() for i in self.informers))
-        profile = Profile(scheduler_names=frozenset({self.options.scheduler_name}))
+        profile = Profile(
+            scheduler_names=frozenset({self.options.scheduler_name}),
+            backfill=self.options.backfill,
+            explain_pending=self.options.explain_pending,
+        )
         self.scheduler = Scheduler(self.store, self.options.gates, seed=self.options.seed, profile=profile)
+        if self.scheduler.backfill is not None:
+            self.scheduler.backfill.history = History()  # live: estimates from the owners' past runs too
         self.scheduler.sync()
         self.applier = Applier(
             self.api,

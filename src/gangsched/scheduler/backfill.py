@@ -31,7 +31,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .estimates import Estimate, History
+from ..store.change import Change
+from .estimates import Estimate, History, owner_of
 from .plan import (
     EPOCH,
     INFINITE,
@@ -41,8 +42,10 @@ from .plan import (
     earliest_start,
     root_estimate,
     running_work,
+    started_at,
 )
 from .plugins import BoolArray
+from .podinfo import is_terminal
 from .queue import QueuedRoot, RootKey
 
 if TYPE_CHECKING:
@@ -110,10 +113,29 @@ class Backfill:
     _estimates: dict[RootKey, Estimate] = field(default_factory=dict)
 
     # --- what changes the plan ---------------------------------------------------------------------------
-    def touch(self) -> None:
+    def touch(self, change: Change | None = None) -> None:
         """Work started or ended, or roots came: the plan is redone at the latest `interval` later. Until
-        then its reservations stand: work that ends early only makes them safe, overruns are seen then."""
+        then its reservations stand: work that ends early only makes them safe, overruns are seen then.
+        With a `history`, a pod that ends after running records its run time under its owner."""
         self.changed = True
+        if self.history is None or change is None or change.kind != "Pod":
+            return
+        pod, old = change.obj, change.old
+        ended = change.action == "delete" or is_terminal(pod)
+        was_running = (old if old is not None else pod).spec.nodeName and not (
+            old is not None and is_terminal(old)
+        )
+        if ended and was_running:
+            started = started_at(pod)
+            owner = owner_of(pod)
+            if (
+                owner is None
+                and pod.spec.schedulingGroup is not None
+                and pod.spec.schedulingGroup.podGroupName
+            ):
+                owner = ("PodGroup", pod.metadata.namespace or "", pod.spec.schedulingGroup.podGroupName)
+            if started is not None and owner is not None:
+                self.history.record(owner, self.scheduler.store.clock() - started)
 
     def forget(self, root: RootKey) -> None:
         """The root started or left: its reservation is released and the next head gets one at once."""

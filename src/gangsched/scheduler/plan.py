@@ -42,6 +42,7 @@ __all__ = [
     "plan_queue",
     "root_estimate",
     "running_work",
+    "started_at",
 ]
 
 INFINITE = math.inf
@@ -101,7 +102,7 @@ def _seconds(stamp: Any) -> float | None:
     return (stamp - EPOCH).total_seconds() if isinstance(stamp, dt.datetime) else None
 
 
-def _started_at(pod: Any) -> float | None:
+def started_at(pod: Any) -> float | None:
     """When the pod took its node: its PodScheduled=True transition, else its status.startTime."""
     status = pod.status
     if status is None:
@@ -165,7 +166,7 @@ def running_work(
         estimate = cache.get(root)
         if estimate is None:
             estimate = cache[root] = root_estimate(scheduler, root, history)
-        starts = [t for pi in infos if (t := _started_at(pi.pod)) is not None]
+        starts = [t for pi in infos if (t := started_at(pi.pod)) is not None]
         start = min(starts) if starts else now
         end = start + estimate.seconds if estimate.seconds is not None else INFINITE
         overrun = end <= now

@@ -20,7 +20,7 @@ from .backfill import Backfill, BackfillSettings
 from .claims_stage import CLAIM_KINDS, ClaimsStage
 from .consistency import pod_group_error, tree_error
 from .cycle import Code, GroupAttempt, GroupResult, run_group_cycle
-from .decision import ClaimReservation, Condition, ConditionChange, Decision, VolumeBinding
+from .decision import ClaimReservation, Condition, ConditionChange, Decision, Notice, VolumeBinding
 from .evaluator import Evaluator
 from .hierarchy import Hierarchy, topology_key
 from .outcome import POD_SCHEDULED, bind, group_condition, pod_failed, record_tree
@@ -36,7 +36,9 @@ from .tree import TreeNode, TreeResult, evaluate
 if TYPE_CHECKING:
     from ..store.store import Store
 
-__all__ = ["SCHEDULING_GATES_MESSAGE", "Placer", "Profile", "Scheduler", "run_until_stable"]
+__all__ = ["SCHEDULING_GATES_MESSAGE", "WHY_PENDING", "Placer", "Profile", "Scheduler", "run_until_stable"]
+
+WHY_PENDING = "gangsched.io/WhyPending"  # condition type of `Profile.explain_pending`
 
 # pkg/registry/core/pod/strategy.go applySchedulingGatedCondition (kube-scheduler's own PreEnqueue status,
 # "waiting for scheduling gates: [...]", is not written to the pod).
@@ -69,6 +71,9 @@ class Profile:
     placement_limit: bool = False  # upstream's adaptive limit on topology placements scored; off: score all
     disabled_plugins: frozenset[str] = frozenset()  # filter / score plugins switched off, by upstream name
     backfill: BackfillSettings | None = None  # reservations + backfill (backfill.py); None: none
+    # Say why a failed PodGroup or tree waits and when it starts (explain.py) in a condition of its own
+    # (WHY_PENDING) and an Event, beside upstream's; off by default: it costs a plan of the queue.
+    explain_pending: bool = False
 
 
 def _min_count(pg: Any) -> tuple[bool, int]:
@@ -162,7 +167,7 @@ class Scheduler:
     def _on_pod(self, change: Change) -> None:
         key, pod = change.key, change.obj
         if self.backfill is not None:
-            self.backfill.touch()  # work started or ended, or a root came: the plan rests on it
+            self.backfill.touch(change)  # work started or ended, or a root came: the plan rests on it
         if change.action == "delete":
             pi = self._pods.pop(key, None)
             self._ungate(key, pi.group if pi is not None else None)
@@ -511,6 +516,8 @@ class Scheduler:
             self.queue.requeue_failed(root.key, now, len(pods))
             if self.backfill is not None:
                 self.backfill.failed(root.key)
+            if pg is not None and self.profile.explain_pending and not preempted:
+                self._why_pending(d, root.key)
         if preempted is not None:
             d.extend(preempted)
             # Evictions make room for it: retry at once rather than after a backoff. A preemption that
@@ -521,9 +528,24 @@ class Scheduler:
             self.queue.move_to_active(root.key)
         return d
 
+    def _why_pending(self, d: Decision, root: RootKey) -> None:
+        """The explanation of a failed group root as condition WHY_PENDING and a WhyPending Event on it; a
+        condition type of its own, so that upstream's conditions and messages stay exactly upstream's."""
+        from .explain import explain, render  # explain imports this module's types
+
+        settings = self.backfill.settings.plan if self.backfill is not None else None
+        history = self.backfill.history if self.backfill is not None else None
+        text = render(explain(self, root, self.store.clock(), settings=settings, history=history))
+        kind, ns, name = root
+        d.conditions.append(
+            ConditionChange(kind, (ns, name), Condition(WHY_PENDING, "True", "Pending", text))
+        )
+        d.events.append(Notice("Normal", "WhyPending", f"{kind} {ns}/{name}", text))
+
     def _backfill_nodes(self, root: QueuedRoot, now: float) -> BoolArray | None:
         """Under gang-backfill, the nodes this root may take without delaying a reservation (backfill.py)."""
-        return self.backfill.allowed(root.key, now) if self.backfill is not None else None
+        # Plans are in the store's time (virtual, or wall seconds live), which stamps when pods started.
+        return self.backfill.allowed(root.key, self.store.clock()) if self.backfill is not None else None
 
     def _decided(self, key: PodKey) -> tuple[list[VolumeBinding], list[ClaimReservation]]:
         stage = self._ev.claims if self._ev is not None else None
@@ -540,7 +562,7 @@ class Scheduler:
         assert self.backfill is not None
         snap = self._evaluator().snap
         nodes = [snap.index[n.node] for n in preempted.nominations if n.node in snap.index]
-        held = self.backfill.delayed_by(root.key, nodes, now)
+        held = self.backfill.delayed_by(root.key, nodes, self.store.clock())
         if held is None:
             return preempted
         reason = f"backfill: preemption would delay the reservation of {held[1]}/{held[2]}"
@@ -599,6 +621,8 @@ class Scheduler:
             self.queue.requeue_failed(root.key, now, len(pending))
             if self.backfill is not None:
                 self.backfill.failed(root.key)
+            if self.profile.explain_pending:
+                self._why_pending(d, root.key)
         return d
 
 
