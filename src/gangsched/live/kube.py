@@ -254,8 +254,8 @@ class KubeApi:
 
     async def patch_status(self, kind: str, key: tuple[str, str], patch: dict[str, Any], *,
                            strategic: bool = False) -> ApiStatus:  # fmt: skip
-        """Patch the /status subresource: strategic merge (Pod, PodGroup and CompositePodGroup conditions merge
-        by type), or JSON merge patch (a list sent replaces the whole list)."""
+        """Patch the /status subresource: strategic merge (Pod, PodGroup and CompositePodGroup conditions
+        merge by type), or JSON merge patch (a list sent replaces the whole list)."""
         ns, name = key
         content_type = (
             "application/strategic-merge-patch+json" if strategic else "application/merge-patch+json"
