@@ -68,6 +68,7 @@ def _backfill(ctx: click.Context, _param: click.Parameter, value: str | None) ->
             interval=params.get("bf_interval", 30.0),
             aging_rate=params.get("aging_rate", 0.0),
             aging_cap=params.get("aging_cap", 0.0),
+            fair_share=params.get("fair_share"),
         )
     except ValueError as e:
         raise BadInput(
@@ -75,6 +76,22 @@ def _backfill(ctx: click.Context, _param: click.Parameter, value: str | None) ->
             if "invalid literal" not in str(e)
             else f"--backfill {value}: want a number of reservations or 'all'"
         ) from e
+
+
+def _weights(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:
+    """--fair-share NS=W,... (or `equal`): namespace weights for DRF order, None when off."""
+    if value is None:
+        return None
+    if value == "equal":
+        return ()
+    weights = []
+    for part in value.split(","):
+        ns, _, weight = part.partition("=")
+        try:
+            weights.append((ns.strip(), float(weight)))
+        except ValueError:
+            raise BadInput(f"--fair-share {value}: want NAMESPACE=WEIGHT,... or 'equal'") from None
+    return tuple(weights)
 
 
 def backfill_options(f: Any) -> Any:
@@ -91,6 +108,9 @@ def backfill_options(f: Any) -> Any:
                      help="Priority points a waiting root gains per hour (backfill's plan order)."),
         click.option("--aging-cap", type=float, default=0.0, show_default=True, is_eager=True,
                      help="At most this many priority points from aging."),
+        click.option("--fair-share", callback=_weights, default=None, is_eager=True, metavar="NS=W,...|equal",
+                     help="Within a priority level, plan roots of the namespace with the smallest weighted "
+                     "dominant resource share (DRF) first; unlisted namespaces weigh 1."),
         click.option("--backfill", "backfill", callback=_backfill, default=None, metavar="DEPTH",
                      help="Queue policy gang-backfill: reserve nodes for the first DEPTH waiting roots "
                      "(1: EASY, N, all: conservative, 0: none) and start others only where they delay none."),

@@ -35,9 +35,10 @@ def pod(
     deadline: int | None = None,
     priority: int | None = None,
     created: str | None = None,
+    namespace: str = "default",
 ) -> dict[str, Any]:
     """A pod asking for `gpus`; `on` a node: running since time 0; `duration`: expected-duration."""
-    meta: dict[str, Any] = {"name": name, "namespace": "default"}
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
     if duration is not None:
         meta["annotations"] = {"gangsched.io/expected-duration": duration}
     if created is not None:
@@ -67,9 +68,10 @@ def gang(
     priority: int | None = None,
     created: str | None = None,
     preempts: bool = True,
+    namespace: str = "default",
 ) -> list[dict[str, Any]]:
     """A PodGroup of `size` pods of `gpus` each, minCount = size; `rack`: all in one rack."""
-    meta: dict[str, Any] = {"name": name, "namespace": "default"}
+    meta: dict[str, Any] = {"name": name, "namespace": namespace}
     if duration is not None:
         meta["annotations"] = {"gangsched.io/expected-duration": duration}
     if created is not None:
@@ -82,7 +84,10 @@ def gang(
     if not preempts:
         spec["preemptionPolicy"] = "Never"
     pg = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": meta, "spec": spec}
-    pods = [pod(f"{name}-{i}", gpus, group=name, priority=priority, created=created) for i in range(size)]
+    pods = [
+        pod(f"{name}-{i}", gpus, group=name, priority=priority, created=created, namespace=namespace)
+        for i in range(size)
+    ]
     for p in pods if not preempts else []:
         p["spec"]["preemptionPolicy"] = "Never"
     return [pg, *pods]

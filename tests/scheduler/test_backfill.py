@@ -52,6 +52,7 @@ def replay(
     now = 0.0
     store.clock = lambda: now
     starts: dict[str, float] = {}
+    keys: set[tuple[str, str]] = set()
     ends: list[tuple[float, str]] = []
     for _ in range(10_000):
         if later is not None and arrivals is not None and now >= arrivals[0]:
@@ -61,6 +62,7 @@ def replay(
             store.apply(decision)
         for p in store.list("Pod"):
             name = p.metadata.name
+            keys.add((p.metadata.namespace, name))
             if p.spec.nodeName and name not in starts:
                 starts[name] = 0.0 if p.status and p.status.startTime else now
                 heapq.heappush(ends, (starts[name] + true[name], name))
@@ -72,7 +74,7 @@ def replay(
         now = max(now, min(times))
         while ends and ends[0][0] <= now:
             _, name = heapq.heappop(ends)
-            store.delete("Pod", ("default", name))
+            store.delete("Pod", next(k for k in keys if k[1] == name))
     raise AssertionError("no end")
 
 
@@ -169,3 +171,36 @@ def test_no_preemption_that_would_delay_a_reservation() -> None:
     )
     starts, scheduler = replay(objects, Profile(), true, (50.0, urgent))
     assert [e.pod[1] for e in scheduler.store.evictions] in (["x"], ["y"])
+
+
+@pytest.mark.parametrize(
+    ("fair_share", "want"),
+    [
+        (None, {"a-big-0": 100.0, "b-big-0": 400.0}),
+        ((("team-a", 1.0),), {"a-big-0": 400.0, "b-big-0": 100.0}),
+    ],
+    ids=["fifo", "fair-share"],
+)
+def test_fair_share_gives_the_reservation_to_the_namespace_with_the_smaller_dominant_share(
+    fair_share: tuple[tuple[str, float], ...] | None, want: dict[str, float]
+) -> None:
+    """team-a runs a1 (4 GPUs on n1) and a2 (1 GPU on n2), both ending at 100, and a3 (2 GPUs on n3, for
+    10,000 s). Waiting at the same priority: team-a's gang a-big (2 x 4 GPUs, 300 s), then team-b's b-big (the
+    same); only n1 + n2 can take one of them, from 100. The plan at 100 orders them: by creation a-big first
+    (a-big 100, b-big 400); with fair share team-a's dominant share is 2/12 of the GPUs (a3), team-b's 0, so
+    b-big heads the plan and starts at 100, a-big at 400."""
+    objects = [
+        node("n1"),
+        node("n2"),
+        node("n3"),
+        pod("a1", 4, on="n1", duration="100", namespace="team-a"),
+        pod("a2", 1, on="n2", duration="100", namespace="team-a"),
+        pod("a3", 2, on="n3", duration="10000", namespace="team-a"),
+        *gang("a-big", 2, 4, duration="300", namespace="team-a"),
+        *gang("b-big", 2, 4, duration="300", namespace="team-b"),
+    ]
+    true = {"a1": 100.0, "a2": 100.0, "a3": 10_000.0}
+    true |= {f"{g}-{i}": 300.0 for g in ("a-big", "b-big") for i in range(2)}
+    profile = Profile(backfill=BackfillSettings(depth=1, fair_share=fair_share))
+    starts, _ = replay(objects, profile, true)
+    assert {k: starts[k] for k in want} == want

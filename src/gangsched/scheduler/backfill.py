@@ -18,6 +18,8 @@ Slurm's backfill scheduler, applied to roots (see docs/backfill.md for its rules
    estimate on the reserved nodes, or reservations now ahead of it).
 5. Aging: effective priority = priority + min(cap, rate x hours waited), so a starved root eventually heads
    the plan and gets the reservation.
+6. Fair share (optional): within one effective priority, roots of the namespace with the smallest weighted
+   dominant share (DRF) of what runs now come first in the plan, so they get the reservations.
 
 State is kept between cycles; nothing here writes to the store or emits a Decision.
 """
@@ -30,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
+import numpy.typing as npt
 
 from ..store.change import Change
 from .estimates import Estimate, History, owner_of
@@ -47,6 +50,7 @@ from .plan import (
 from .plugins import BoolArray
 from .podinfo import is_terminal
 from .queue import QueuedRoot, RootKey
+from .snapshot import PODS
 
 if TYPE_CHECKING:
     from .scheduler import Scheduler
@@ -68,12 +72,16 @@ class BackfillSettings:
     aging_rate: float = 0.0
     aging_cap: float = 0.0
     max_job_test: int = 100
+    # Fair share (DRF) within a priority level: namespace -> weight (unlisted namespaces weigh 1); None: off.
+    fair_share: tuple[tuple[str, float], ...] | None = None
 
     def __post_init__(self) -> None:
         if self.depth is not None and self.depth < 0:
             raise ValueError("reservation depth must be >= 0 or 'all'")
         if self.interval < 0 or self.aging_rate < 0 or self.aging_cap < 0 or self.max_job_test < 1:
             raise ValueError("backfill interval, aging rate and cap must be >= 0, max_job_test >= 1")
+        if self.fair_share is not None and any(not w > 0 for _, w in self.fair_share):
+            raise ValueError("fair-share weights must be > 0")
         PlanSettings(self.window, self.resolution)  # validates them
 
     @property
@@ -164,9 +172,33 @@ class Backfill:
         return root.priority + min(s.aging_cap, s.aging_rate * waited_h)
 
     def order(self, now: float) -> list[QueuedRoot]:
-        """Roots that failed a cycle and still wait, by effective priority, then creation, then arrival."""
+        """Roots that failed a cycle and still wait, by effective priority, then (with fair share) their
+        namespace's weighted dominant share, then creation, then arrival."""
         waiting = [r for r in self.scheduler.queue.roots() if r.attempts > 0]
-        return sorted(waiting, key=lambda r: (-self.effective_priority(r, now), r.timestamp, r.seq))
+        shares = self.dominant_shares() if self.settings.fair_share is not None else {}
+        return sorted(
+            waiting,
+            key=lambda r: (-self.effective_priority(r, now), shares.get(r.key[1], 0.0), r.timestamp, r.seq),
+        )
+
+    def dominant_shares(self) -> dict[str, float]:
+        """Each namespace's dominant resource share (DRF: Ghodsi et al., NSDI 2011) of what its running pods
+        hold, over every resource the nodes offer except the pod count, divided by its weight."""
+        snap = self.scheduler.snapshot()
+        weights = dict(self.settings.fair_share or ())
+        total = snap.alloc.sum(axis=1)
+        used: dict[str, npt.NDArray[np.int64]] = {}
+        for (ns, _), (_, vec) in snap.placed.items():
+            row_use = used.setdefault(ns, np.zeros(len(total), dtype=np.int64))
+            for row, v in vec.rows:
+                if row < len(total):
+                    row_use[row] += v
+        offered = [row for row in range(len(total)) if total[row] > 0 and row != PODS]
+        return {
+            ns: max((float(u[row]) / float(total[row]) for row in offered), default=0.0)
+            / weights.get(ns, 1.0)
+            for ns, u in used.items()
+        }
 
     def estimate(self, root: RootKey) -> Estimate:
         cached = self._estimates.get(root)
