@@ -23,7 +23,7 @@ from .plugins import node_resources_fit
 from .podinfo import PodInfo
 from .preemption import Preemption, PreemptionView, TakenOut, ineligibility, lower_priority_units
 from .snapshot import PodVector
-from .victims import VictimUnit, sort_by_importance, start_time
+from .victims import VictimUnit, sort_by_importance, start_time, work_since
 
 __all__ = ["NOT_HELPFUL", "NO_VICTIMS_FOR_POD", "preempt_pod"]
 
@@ -40,8 +40,10 @@ class _Candidate:
     victims: list[VictimUnit]
     pdb_violations: int
 
-    def rank(self) -> tuple[int, int, int, int, float]:
-        """pickOneNodeForPreemption's criteria as one ascending key."""
+    def rank(self) -> tuple[int, int, int, int, float, float]:
+        """pickOneNodeForPreemption's criteria as one ascending key; where they all tie (upstream then takes
+        the first candidate found, from a random offset), the victims whose work since their last
+        checkpoint is least: the latest checkpoints (or starts) in sum."""
         pods = [(u.priority, pi) for u in self.victims for pi in u.pods]
         highest = max(p for p, _ in pods)
         earliest_of_highest = min(start_time(pi.pod) for p, pi in pods if p == highest)
@@ -51,6 +53,7 @@ class _Candidate:
             sum(p + _PRIORITY_OFFSET for p, _ in pods),
             len(pods),
             -earliest_of_highest,
+            -sum(work_since(pi.pod) for _, pi in pods),
         )
 
 

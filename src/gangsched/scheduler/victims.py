@@ -18,7 +18,16 @@ from typing import Any, Protocol
 
 from .podinfo import PodInfo, PodKey
 
-__all__ = ["GroupRef", "ObjectReader", "VictimUnit", "collect_units", "sort_by_importance", "start_time"]
+__all__ = [
+    "LAST_CHECKPOINT",
+    "GroupRef",
+    "ObjectReader",
+    "VictimUnit",
+    "collect_units",
+    "sort_by_importance",
+    "start_time",
+    "work_since",
+]
 
 GroupRef = tuple[str, str, str]  # (kind, namespace, name) of a PodGroup or CompositePodGroup
 
@@ -68,6 +77,23 @@ class VictimUnit:
 def start_time(pod: Any) -> float:
     started = pod.status.startTime if pod.status is not None else None
     return started.timestamp() if isinstance(started, dt.datetime) else math.inf
+
+
+LAST_CHECKPOINT = "gangsched.io/last-checkpoint"  # RFC 3339 time of the pod's last saved checkpoint
+
+
+def work_since(pod: Any) -> float:
+    """Since when the pod's work would be lost if it were evicted now: its last checkpoint (annotation
+    LAST_CHECKPOINT) or else its start; inf (nothing to lose) for a pod that has not started."""
+    since = start_time(pod)
+    text = ((pod.metadata.annotations or {}) if pod.metadata else {}).get(LAST_CHECKPOINT)
+    if text:
+        try:
+            checkpoint = dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return since  # not a time: as if there were no checkpoint
+        since = max(since, checkpoint) if since != math.inf else since
+    return since
 
 
 def _has_all(obj: Any) -> bool:
