@@ -7,10 +7,18 @@ scoring: MostAllocated                # optional NodeResourcesFit strategy (defa
 objects: [ ...Kubernetes objects... ]
 include: path/to/manifest.yaml        # optional, relative to the scenario: more objects
 expect:
-  pods: {p1: node-1, p2: "*", p3: pending, p4: {pending: "exact message"}, p5: {gated: "exact message"}}
+  pods:
+    p1: node-1                        # bound to exactly this node
+    p2: [node-1, node-2]              # bound to one of these (upstream picks at random among equal scores)
+    p3: {pending: "exact message"}    # PodScheduled False, reason Unschedulable, this message
+    p4: {pending: "0/3 nodes are available: ..."}   # a message ending in "..." is a prefix
+    p5: {gated: "exact message"}      # reason SchedulingGated
+    p6: {error: "exact message"}      # reason SchedulerError
+  others: pending                     # pods not listed (default): pending; or `bound`, or any form above
   groups: {pg: [True, Scheduled], pg2: [False, Unschedulable, "exact message"]}
-  evictions: {victim: preemptor-name}
-  count_bound: {train-a-: 6}          # pods whose name starts with the prefix that are bound
+  evictions: {victim: preemptor-name} # all so far, always compared: no key means no eviction at all
+  count_bound: {train-a-: 6}          # pods whose name starts with the prefix that are bound (the others
+                                      # with that prefix are then pending); such pods count as listed
   per_domain: {zone: {a: 3, b: 3}}    # bound pods per value of a node label (values not listed: none)
   distinct_nodes: [m0, m1]            # these pods are bound, each on a node of its own
   volume_bindings: {ns/pvc: [pv-or-null, node]}   # every volume binding decided (and only these)
@@ -18,6 +26,10 @@ expect:
 steps:                                # applied in order after the first run, each with its own expect
   - {delete: [Pod/blocker], add: [...objects...], expect: {...}}
     # re-adding an existing object replaces its spec and keeps its status (an update, as kubectl apply)
+
+The check is strict so that a broken scheduler cannot pass by accident: every pod is accounted for, a pending
+pod states upstream's message (or its prefix), a bound pod names its node or the exact set of equally good
+nodes, and evictions are compared even when the file lists none.
 """
 
 from __future__ import annotations
@@ -44,29 +56,50 @@ def load_objects(docs: list[Any], where: str, gates: FeatureGates, check: bool =
     return [item.obj for item in result.objects]
 
 
+REASONS = {"pending": "Unschedulable", "gated": "SchedulingGated", "error": "SchedulerError"}
+
+
+def _check_pod(pod: Any, want: Any, where: str) -> None:
+    """Compare one pod with one expectation in the forms the module docstring lists."""
+    name, got = pod.metadata.name, pod.spec.nodeName
+    cond = next(
+        (c for c in (pod.status.conditions if pod.status else None) or [] if c.type == "PodScheduled"),
+        None,
+    )
+    # "*" used to accept any node; a scenario now names the node or the candidates upstream chooses among.
+    assert want != "*", f"{where}: {name}: '*' is not accepted: name the node or a list of candidate nodes"
+    if want == "pending":
+        assert not got, f"{where}: {name} should be pending, is on {got}"
+    elif want == "bound":
+        assert got, f"{where}: {name} should be bound, is pending: {cond and cond.message}"
+    elif isinstance(want, list):
+        assert got in want, f"{where}: {name} should be on one of {want}, is on {got}: {cond and cond.message}"
+    elif isinstance(want, dict):
+        assert not got, f"{where}: {name} should be pending, is on {got}"
+        ((kind, message),) = want.items()
+        assert cond is not None, f"{where}: {name} has no PodScheduled condition"
+        got_reason, got_message = cond.reason, cond.message or ""
+        ok = got_message.startswith(message[:-3]) if message.endswith("...") else got_message == message
+        assert got_reason == REASONS[kind] and ok, (
+            f"{where}: {name}: got {(got_reason, got_message)!r}, want {(REASONS[kind], message)!r}"
+        )
+    else:
+        assert got == want, f"{where}: {name} should be on {want}, is on {got}: {cond and cond.message}"
+
+
 def check(store: Store, expect: dict[str, Any], where: str) -> None:
     pods = {p.metadata.name: p for p in store.list("Pod")}
-    for name, want in (expect.get("pods") or {}).items():
+    listed = expect.get("pods") or {}
+    for name, want in listed.items():
+        # bare `pending` says nothing about why: a listed pending pod states upstream's message
+        assert want != "pending", f"{where}: {name}: write {{pending: MESSAGE}} with upstream's message"
         assert name in pods, f"{where}: pod {name} does not exist (evicted?)"
-        pod = pods[name]
-        cond = next(
-            (c for c in (pod.status.conditions if pod.status else None) or [] if c.type == "PodScheduled"),
-            None,
-        )
-        got = pod.spec.nodeName
-        if want == "*":
-            assert got, f"{where}: {name} should be bound, is pending: {cond and cond.message}"
-        elif want == "pending":
-            assert not got, f"{where}: {name} should be pending, is on {got}"
-        elif isinstance(want, dict):
-            assert not got, f"{where}: {name} should be pending, is on {got}"
-            ((kind, message),) = want.items()
-            reason = {"pending": "Unschedulable", "gated": "SchedulingGated", "error": "SchedulerError"}[kind]
-            assert cond is not None and (cond.reason, cond.message) == (reason, message), (
-                f"{where}: {name}: got {cond and (cond.reason, cond.message)!r}"
-            )
-        else:
-            assert got == want, f"{where}: {name} should be on {want}, is on {got}: {cond and cond.message}"
+        _check_pod(pods[name], want, where)
+    counted = tuple(expect.get("count_bound") or {})
+    others = expect.get("others", "pending")
+    for name, pod in pods.items():
+        if name not in listed and not name.startswith(counted or ("\0",)):
+            _check_pod(pod, others, f"{where} (not listed, expected {others})")
     for prefix, want_n in (expect.get("count_bound") or {}).items():
         n = sum(1 for name, p in pods.items() if name.startswith(prefix) and p.spec.nodeName)
         assert n == want_n, f"{where}: {n} pods named {prefix}* bound, want {want_n}"
@@ -119,9 +152,8 @@ def check(store: Store, expect: dict[str, Any], where: str) -> None:
         assert got_vb == (expect["volume_bindings"] or {}), f"{where}: volume bindings {got_vb!r}"
     for prefix, want in (expect.get("claims") or {}).items():
         _check_claim(store, prefix, want, where)
-    if "evictions" in expect:
-        got_ev = {e.pod[1]: e.preemptor.split("/")[-1] for e in store.evictions}
-        assert got_ev == (expect["evictions"] or {}), f"{where}: evictions {got_ev!r}"
+    got_ev = {e.pod[1]: e.preemptor.split("/")[-1] for e in store.evictions}
+    assert got_ev == (expect.get("evictions") or {}), f"{where}: evictions {got_ev!r}"
 
 
 def _check_claim(store: Store, prefix: str, want: dict[str, Any], where: str) -> None:

@@ -16,7 +16,25 @@ from .evaluator import Evaluator, FitFailure
 from .plugins import BoolArray
 from .podinfo import PodInfo, PodKey
 
-__all__ = ["Code", "GroupAttempt", "GroupResult", "feasibility", "run_group_cycle"]
+__all__ = [
+    "GROUP_UNSCHEDULABLE",
+    "Code",
+    "GroupAttempt",
+    "GroupResult",
+    "feasibility",
+    "group_unschedulable",
+    "min_count_feasibility",
+    "run_group_cycle",
+]
+
+# upstream's errPodGroupUnschedulable: a status carrying it prints this first, then its reasons
+GROUP_UNSCHEDULABLE = "pod group is unschedulable"
+
+
+def group_unschedulable(reasons: str) -> str:
+    """The message of upstream's `NewStatus(Unschedulable, reasons).WithError(errPodGroupUnschedulable)`:
+    Status.Message() joins the error and the reasons with ", "."""
+    return f"{GROUP_UNSCHEDULABLE}, {reasons}" if reasons else GROUP_UNSCHEDULABLE
 
 
 class Code(enum.IntEnum):
@@ -40,31 +58,53 @@ class GroupAttempt:
 
 @dataclass(slots=True)
 class GroupResult:
+    """The outcome of one cycle. `message` is the group's status message (PostFilter may append to it);
+    `failures` holds the FitError of each pod that fit nowhere, `fit` the pods that did fit on their own in a
+    cycle that then failed, and `cycle_message` the status as the cycle left it (upstream hands a copy of it
+    to the pods the cycle never tried, before PostFilter runs). `wrapped` marks a status that carries
+    upstream's errPodGroupUnschedulable (its AsError() is then that error alone)."""
+
     code: Code
     message: str
     placed: list[tuple[PodInfo, int]] = field(default_factory=list)
     failures: dict[PodKey, str] = field(default_factory=dict)
     revert: Callable[[], None] = lambda: None
     domain: str | None = None  # the topology value chosen, when the group is constrained
+    fit: set[PodKey] = field(default_factory=set)
+    cycle_message: str = ""
+    wrapped: bool = False
+
+    def pod_message(self, key: PodKey) -> str:
+        """What a pod of this failed cycle is told (upstream's submitPodGroupAlgorithmResult): its own
+        FitError; `pod group is unschedulable, <group message>` when it fit but the group did not; else
+        the status the cycle ended with."""
+        if key in self.failures:
+            return self.failures[key]
+        if key in self.fit and self.code == Code.UNSCHEDULABLE:
+            return group_unschedulable(self.message)
+        return self.cycle_message or self.message
 
     @property
     def any_scheduled(self) -> bool:
         return bool(self.placed)
 
 
-def feasibility(attempt: GroupAttempt, scheduled: int, remaining: int) -> tuple[Code, str]:
-    """The gang PlacementFeasible check after each pod. Basic groups never stop early."""
-    if not attempt.gang:
-        return (Code.SUCCESS if scheduled >= 1 else Code.WAIT, "no pods were schedulable")
-    m = attempt.min_count
+def min_count_feasibility(m: int, scheduled: int, remaining: int) -> tuple[Code, str]:
+    """Upstream's GangScheduling PlacementFeasible, for a PodGroup (m = minCount) or a CompositePodGroup
+    (m = minGroupCount); a group without a gang policy counts as m = 1 (its getMinCount)."""
     if scheduled + remaining < m:
         return (
             Code.UNSCHEDULABLE,
             f"minCount ({m}) cannot be satisfied: {scheduled} scheduled, {remaining} remaining",
         )
     if scheduled < m:
-        return Code.WAIT, f"minCount ({m}) cannot be satisfied: {scheduled} scheduled, {remaining} remaining"
+        return Code.WAIT, f"minCount ({m}) is not yet satisfied: {scheduled} scheduled, {remaining} remaining"
     return Code.SUCCESS, ""
+
+
+def feasibility(attempt: GroupAttempt, scheduled: int, remaining: int) -> tuple[Code, str]:
+    """The PlacementFeasible check before the first pod and after each one."""
+    return min_count_feasibility(attempt.min_count if attempt.gang else 1, scheduled, remaining)
 
 
 def run_group_cycle(ev: Evaluator, attempt: GroupAttempt, candidates: BoolArray | None = None) -> GroupResult:
@@ -84,6 +124,9 @@ def run_group_cycle(ev: Evaluator, attempt: GroupAttempt, candidates: BoolArray 
     code, message = feasibility(attempt, scheduled, remaining)
     result = GroupResult(code, message, revert=revert)
     if code >= Code.UNSCHEDULABLE:
+        # infeasible before any pod is tried: upstream wraps the status in errPodGroupUnschedulable
+        result.message = result.cycle_message = group_unschedulable(message)
+        result.wrapped = True
         return result
     for pi in attempt.pods:
         found = ev.find_node(pi, candidates)
@@ -98,10 +141,17 @@ def run_group_cycle(ev: Evaluator, attempt: GroupAttempt, candidates: BoolArray 
         if result.code >= Code.UNSCHEDULABLE:
             break
     if result.code == Code.WAIT:
-        result.code = Code.UNSCHEDULABLE
+        result.code, result.message, result.wrapped = (
+            Code.UNSCHEDULABLE,
+            group_unschedulable(result.message),
+            True,
+        )
     if result.code == Code.SUCCESS and not result.placed:
-        result.code, result.message = Code.UNSCHEDULABLE, "no pods were schedulable"
+        # upstream requires one pod scheduled in the cycle for a success (runRootSchedulingAlgorithm)
+        result.code, result.message, result.wrapped = Code.UNSCHEDULABLE, GROUP_UNSCHEDULABLE, True
     if result.code != Code.SUCCESS:
         revert()
+        result.fit = {pi.key for pi, _ in result.placed}
         result.placed = []
+    result.cycle_message = result.message
     return result

@@ -505,7 +505,9 @@ class Scheduler:
         for pi in pods:
             if pi.key not in placed:
                 reason = "SchedulerError" if result.code == Code.ERROR else "Unschedulable"
-                pod_failed(d, pi, reason, result.failures.get(pi.key) or result.message)
+                # waiting on preemption, a pod that fit keeps the group's status as it is
+                message = result.message if preempted is not None else result.pod_message(pi.key)
+                pod_failed(d, pi, reason, result.failures.get(pi.key) or message)
         if pg is not None:
             group_condition(d, "PodGroup", pg, result.code, result.message)
         if result.code == Code.SUCCESS and len(placed) == len(pods):

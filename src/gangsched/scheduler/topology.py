@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from .cycle import Code, GroupAttempt, GroupResult, run_group_cycle
+from .cycle import GROUP_UNSCHEDULABLE, Code, GroupAttempt, GroupResult, group_unschedulable, run_group_cycle
 from .evaluator import Evaluator
 from .plugins import BoolArray
 from .snapshot import CPU, MEMORY, Snapshot
@@ -208,7 +208,11 @@ def place_with_topology(
         first = first or run_group_cycle(ev, attempt, options[0].nodes)  # failed: left nothing behind
         if first.code != Code.ERROR:
             first.code = Code.UNSCHEDULABLE
-        first.message = f"0/{len(options)} placements are available, first placement status: {first.message}"
+        first_status = GROUP_UNSCHEDULABLE if first.wrapped else first.message  # its AsError()
+        reasons = f"0/{len(options)} placements are available, first placement status: {first_status}"
+        # upstream reports the first placement's pods, under a status wrapped in errPodGroupUnschedulable
+        first.message = first.cycle_message = group_unschedulable(reasons)
+        first.wrapped = True
         first.placed = []
         return first
     best = options[int(index[choose(pods, most, ev)])]

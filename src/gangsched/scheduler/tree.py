@@ -15,7 +15,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .cycle import Code, GroupAttempt, GroupResult, run_group_cycle
+from .cycle import (
+    GROUP_UNSCHEDULABLE,
+    Code,
+    GroupAttempt,
+    GroupResult,
+    group_unschedulable,
+    min_count_feasibility,
+    run_group_cycle,
+)
 from .evaluator import Evaluator
 from .plugins import BoolArray
 from .podinfo import PodInfo
@@ -55,22 +63,20 @@ class TreeResult:
     per_group: dict[GroupKey, tuple[Code, str]] = field(default_factory=dict)
     failures: dict[tuple[str, str], str] = field(default_factory=dict)
     revert: Callable[[], None] = lambda: None
+    wrapped: bool = False  # the status carries upstream's errPodGroupUnschedulable (see GroupResult)
 
 
 def _from_group(node: TreeNode, r: GroupResult) -> TreeResult:
+    # a pod that fit in a failed group is told `pod group is unschedulable, ...`, as GroupResult.pod_message
+    failures = dict(r.failures) | {key: r.pod_message(key) for key in r.fit}
     return TreeResult(
-        r.code, r.message, list(r.placed), {node.key: (r.code, r.message)}, dict(r.failures), r.revert
+        r.code, r.message, list(r.placed), {node.key: (r.code, r.message)}, failures, r.revert, r.wrapped
     )
 
 
 def _composite_feasibility(node: TreeNode, scheduled: int, remaining: int) -> tuple[Code, str]:
-    if not node.gang:
-        return (Code.SUCCESS if scheduled >= 1 else Code.WAIT, "no pod groups were schedulable")
-    m = node.min_count
-    message = f"minGroupCount ({m}) cannot be satisfied: {scheduled} scheduled, {remaining} remaining"
-    if scheduled + remaining < m:
-        return Code.UNSCHEDULABLE, message
-    return (Code.WAIT, message) if scheduled < m else (Code.SUCCESS, "")
+    # upstream's GangScheduling plugin checks a composite too, with minGroupCount in its minCount message
+    return min_count_feasibility(node.min_count if node.gang else 1, scheduled, remaining)
 
 
 def _children(ev: Evaluator, node: TreeNode, nodes: BoolArray | None, use_limit: bool) -> TreeResult:
@@ -100,7 +106,8 @@ def _children(ev: Evaluator, node: TreeNode, nodes: BoolArray | None, use_limit:
             undo.append(r.revert)
         result.code, result.message = _composite_feasibility(node, scheduled, remaining)
     if result.code == Code.WAIT:
-        result.code = Code.UNSCHEDULABLE
+        result.code, result.message = Code.UNSCHEDULABLE, group_unschedulable(result.message)
+        result.wrapped = True
     if result.code != Code.SUCCESS:
         revert()
         result.placed = []
@@ -141,7 +148,9 @@ def evaluate(
     if not feasible:
         message = f"0/{len(options)} placements are available"
         if first is not None:
-            message += f", first placement status: {first.message}"
+            first_status = GROUP_UNSCHEDULABLE if first.wrapped else first.message  # its AsError()
+            message += f", first placement status: {first_status}"
+        message = group_unschedulable(message)
         out = first or TreeResult(Code.UNSCHEDULABLE, message)
         out.code, out.message = Code.UNSCHEDULABLE, message
         out.per_group[node.key] = (out.code, message)
