@@ -32,8 +32,8 @@ def test_pod_by_pod_passes_through_three_and_three_with_two_gpus_idle() -> None:
 def test_gang_admits_train_a_whole_and_train_b_waits_with_two_gpus_idle() -> None:
     last = _steps()[-1].gang
     assert (last.bound, last.idle_gpus, last.runnable) == ({"train-a": 6, "train-b": 0}, 2, ["train-a"])
-    # train-b's first pod fit on one of the 2 free GPUs, the gang did not: upstream tells such a pod the group's
-    # status wrapped in errPodGroupUnschedulable
+    # train-b's first pod fit on one of the 2 free GPUs, the gang did not: upstream tells such a pod the
+    # group's status wrapped in errPodGroupUnschedulable
     assert last.waiting["train-b"].startswith(
         "pod group is unschedulable, minCount (6) cannot be satisfied: 2 scheduled, 3 remaining"
     )

@@ -147,3 +147,60 @@ def worlds(draw: st.DrawFn) -> World:
     for i in range(draw(st.integers(0, 5))):
         add_pod(f"solo-{i}", {}, may_bind=True)
     return world
+
+
+@dataclass
+class LoneGang:
+    """One group of identical pods on empty nodes, and how many of those pods the nodes hold at most."""
+
+    docs: list[dict[str, Any]]
+    pods: int
+    min_count: int  # 1 for a basic group: upstream checks it as a gang of minCount 1
+    capacity: int
+
+
+def _eligible(node: dict[str, Any], extra: dict[str, Any]) -> bool:
+    """The node filters other than resources, for a pod with `extra` (tolerations, nodeSelector)."""
+    spec = node.get("spec") or {}
+    if spec.get("unschedulable"):
+        return False
+    if spec.get("taints") and not extra.get("tolerations"):
+        return False
+    selector = extra.get("nodeSelector") or {}
+    return all(node["metadata"]["labels"].get(k) == v for k, v in selector.items())
+
+
+def holds(alloc: dict[str, int], eff: dict[str, int]) -> int:
+    """How many pods of effective requests `eff` a node with room `alloc` takes (a resource a pod does not
+    request never limits it; the node's pod count always does)."""
+    return min([alloc["pods"]] + [alloc[r] // eff[r] for r in RESOURCES if eff[r] > 0])
+
+
+@st.composite
+def lone_gangs(draw: st.DrawFn) -> LoneGang:
+    """Identical pods: any greedy placement then places exactly min(pods, capacity) of them, whatever the
+    order and the scores (each placement lowers one node's count by exactly one), so the expected outcome
+    is plain arithmetic."""
+    generated = draw(nodes())
+    gpu = any(a["nvidia.com/gpu"] for _, a in generated)
+    req = draw(requests(gpu))
+    init = draw(requests(gpu)) if draw(st.integers(0, 4)) == 0 else None
+    extra = draw(pod_spec_extras())
+    eff = effective(req, init)
+    capacity = sum(holds(a, eff) for n, a in generated if _eligible(n, extra))
+    gang = draw(st.integers(0, 3)) > 0
+    min_count = draw(st.integers(1, 6)) if gang else 1
+    size = draw(st.integers(min_count, min_count + 3))
+    policy = {"gang": {"minCount": min_count}} if gang else {"basic": {}}
+    docs = [n for n, _ in generated]
+    docs.append(
+        {
+            "apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "pg"},
+            "spec": {"schedulingPolicy": policy},
+        }
+    )
+    extra = {**extra, "schedulingGroup": {"podGroupName": "pg"}}
+    docs += [_pod(f"pg-{i}", req, init, extra) for i in range(size)]
+    return LoneGang(docs, size, min_count, capacity)

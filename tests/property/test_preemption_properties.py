@@ -6,7 +6,9 @@ arithmetic on the generated requests, independently of the engine:
 - no `all` group is ever partly evicted;
 - the evicted set is minimal in upstream's sense: with the preemptor's pods on their nominated nodes, the
   victims suffice, and putting back any one victim unit over-commits a node that holds a preemptor pod;
-- once the victims are gone, the preemptor is placed (its gang reaches minCount, a lone pod binds).
+- once the victims are gone, the preemptor is placed (its gang reaches minCount, a lone pod binds);
+- progress: a preemptor that cannot be placed now but surely fits once every lower-priority pod is gone does
+  preempt; one that could not fit even then evicts nothing.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, given, settings, target
 from hypothesis import strategies as st
 
 from gangsched.api.defaults import apply_defaults
@@ -180,6 +182,25 @@ def _check_minimal(c: Cluster, d: Decision) -> None:
         assert _over_committed(c, back, targets), f"victim unit {unit} could have been reprieved"
 
 
+def _fits_without_lower_priority(c: Cluster) -> tuple[bool, bool]:
+    """(surely, maybe): whether the preemptor fits once every pod of lower priority is gone, by plain
+    arithmetic. A lone pod: exactly when one node then has room. A gang: surely when the nodes then hold
+    minCount pods of its largest size (placing a pod of at most that size lowers that count by at most one,
+    so the cycle's first minCount pods all find a node, whatever it chooses); not at all when its minCount
+    smallest pods exceed all the room left."""
+    free = dict(c.node_cpu)
+    for pod, node in c.node_of.items():
+        if c.priority[pod] >= c.preemptor_priority:
+            free[node] -= c.cpu[pod]
+    if c.preemptor == "lone":
+        fits = any(room >= c.cpu["lone"] for room in free.values())
+        return fits, fits
+    sizes = sorted(c.cpu[p] for p in c.preemptor_pods)
+    surely = sum(room // sizes[-1] for room in free.values()) >= c.min_count
+    maybe = sum(free.values()) >= sum(sizes[: c.min_count])
+    return surely, maybe
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters())
 def test_preemption_invariants(c: Cluster) -> None:
@@ -194,9 +215,15 @@ def test_preemption_invariants(c: Cluster) -> None:
         gone = evicted & set(members)
         assert not gone or gone == set(members), f"all-group {group} partly evicted: {sorted(gone)}"
     event("preempted" if evicted else "bound at once" if first.bindings else "nothing preempted")
+    target(float(bool(evicted)), label="examples that preempt")
     if first.bindings:
         assert not evicted, "preemption never happens in a cycle that binds"
         return
+    surely, maybe = _fits_without_lower_priority(c)
+    if surely:
+        assert evicted, "the preemptor fits once lower-priority pods are gone, yet nothing was preempted"
+    if not maybe:
+        assert not evicted, f"{sorted(evicted)} evicted for a preemptor that cannot fit even then"
     if evicted:
         _check_minimal(c, first)
     store.apply(first)

@@ -16,9 +16,7 @@ from gangsched.store import Store
 from tests.scenarios.harness import load_objects
 
 ZONE, RACK = "topology.kubernetes.io/zone", "topology.kubernetes.io/rack"
-PROPERTY = settings(
-    max_examples=50, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+PROPERTY = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _node(i: int, zone: int, rack: int | None, cpu: int) -> dict[str, Any]:

@@ -73,7 +73,8 @@ def _check_pod(pod: Any, want: Any, where: str) -> None:
     elif want == "bound":
         assert got, f"{where}: {name} should be bound, is pending: {cond and cond.message}"
     elif isinstance(want, list):
-        assert got in want, f"{where}: {name} should be on one of {want}, is on {got}: {cond and cond.message}"
+        why = cond and cond.message
+        assert got in want, f"{where}: {name} should be on one of {want}, is on {got}: {why}"
     elif isinstance(want, dict):
         assert not got, f"{where}: {name} should be pending, is on {got}"
         ((kind, message),) = want.items()
