@@ -5,7 +5,7 @@
   `HYPOTHESIS_PROFILE=ci`); a failing example also prints its `@reproduce_failure` blob.
 - `dev` (the default elsewhere): derandomized, so that a local run is repeatable and quick to compare.
 
-`HYPOTHESIS_PROFILE=ci|dev` chooses explicitly.
+`HYPOTHESIS_PROFILE=ci|dev|broken` chooses explicitly (`broken`: see below).
 """
 
 from __future__ import annotations
@@ -14,10 +14,18 @@ import os
 import random
 
 import pytest
-from hypothesis import settings
+from hypothesis import Phase, settings
 
 settings.register_profile("ci", derandomize=False, database=None, print_blob=True)
 settings.register_profile("dev", derandomize=True, database=None)
+# for runs against deliberately broken code (tests/test_break_on_purpose.py, scripts/mutation.sh): repeatable,
+# and no shrinking, since only whether a test fails matters there, not its smallest example
+settings.register_profile(
+    "broken",
+    derandomize=True,
+    database=None,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate, Phase.target],
+)
 
 _CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if _CI else "dev")
