@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Mutation testing of the decision core with mutmut (not part of CI: hours for the whole core on 2 cores).
+#
+#   scripts/mutation.sh [MODULE...]     e.g. scripts/mutation.sh pdb victims tree
+#
+# MODULE is a file of src/gangsched/scheduler without .py (`plugins` means the plugins/ package); default: the
+# whole decision core. Runs in a copy of the tree (.mutation/, kept so that `cd .mutation && mutmut show NAME`
+# and a re-run reuse mutmut's results), one test process at a time under nice -n 19, the tests being those of
+# [tool.mutmut] in pyproject.toml. Prints the score of each module: mutants killed (a timeout counts as killed) / mutants judged.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ -x .venv/bin/python ] || "${PYTHON:-python3}" -m venv .venv
+.venv/bin/python -m pip install -q -e '.[test,mutation]'
+
+modules=("$@")
+[ ${#modules[@]} -gt 0 ] || modules=(cycle queue snapshot topology tree preemption victims pdb evaluator plugins)
+work=.mutation
+mkdir -p "$work"
+# a fresh copy of the sources and tests; mutmut's own state (mutants/) stays for incremental re-runs
+rm -rf "$work/src" "$work/tests" "$work/examples"
+cp -r src tests examples "$work/"
+find "$work" -name '*.egg-info' -prune -exec rm -rf {} +
+# the same configuration, with the chosen files as mutmut's only_mutate
+python3 - "$work/pyproject.toml" "${modules[@]}" <<'PY'
+import sys
+path, modules = sys.argv[1], sys.argv[2:]
+files = [
+    "src/gangsched/scheduler/plugins/*.py" if m == "plugins" else f"src/gangsched/scheduler/{m}.py"
+    for m in modules
+]
+lines = open("pyproject.toml").read().splitlines()
+lines.insert(lines.index("[tool.mutmut]") + 1, f"only_mutate = {files!r}".replace("'", '"'))
+open(path, "w").write("\n".join(lines) + "\n")
+PY
+
+cd "$work"
+export HYPOTHESIS_PROFILE=broken
+nice -n 19 ../.venv/bin/mutmut run --max-children 1 >mutmut.log 2>&1 || true
+if grep -q "failed to collect stats\|Traceback" mutmut.log; then tr '\r' '\n' <mutmut.log | tail -30; exit 1; fi
+nice -n 19 ../.venv/bin/mutmut results --all true >results.txt
+python3 - "${modules[@]}" <<'PY'
+import collections, re, sys
+counts = collections.defaultdict(collections.Counter)
+for line in open("results.txt"):
+    m = re.match(r"\s*gangsched\.scheduler\.(plugins\.)?(\w+)\.\S+: (.+)", line)
+    if m:
+        module = "plugins" if m.group(1) else m.group(2)
+        counts[module][m.group(3).strip()] += 1
+print(f"{'module':<12} {'killed':>7} {'survived':>9} {'timeout':>8} {'other':>6} {'score':>6}")
+for module in sys.argv[1:]:
+    c = counts[module]
+    killed, survived, timeout = c["killed"], c["survived"], c["timeout"]
+    other = sum(c.values()) - killed - survived - timeout
+    judged = killed + survived + timeout
+    score = f"{100 * (killed + timeout) / judged:.0f}%" if judged else "-"
+    print(f"{module:<12} {killed:>7} {survived:>9} {timeout:>8} {other:>6} {score:>6}")
+print("survivors: cd .mutation && ../.venv/bin/mutmut results; ../.venv/bin/mutmut show NAME")
+PY
