@@ -4,9 +4,10 @@
 #   scripts/mutation.sh [MODULE...]     e.g. scripts/mutation.sh pdb victims tree
 #
 # MODULE is a file of src/gangsched/scheduler without .py (`plugins` means the plugins/ package); default: the
-# whole decision core. Runs in a copy of the tree (.mutation/, kept so that `cd .mutation && mutmut show NAME`
-# and a re-run reuse mutmut's results), one test process at a time under nice -n 19, the tests being those of
-# [tool.mutmut] in pyproject.toml. Prints the score of each module: mutants killed (a timeout counts as killed) / mutants judged.
+# whole decision core. Runs in a fresh copy of the tree (.mutation/, kept afterwards so that
+# `cd .mutation && ../.venv/bin/mutmut show NAME` shows a survivor), one test process at a time under nice -n 19,
+# the tests being those of [tool.mutmut] in pyproject.toml. Prints each module's score: mutants killed (a
+# timeout counts as killed) over mutants judged.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || "${PYTHON:-python3}" -m venv .venv
@@ -16,8 +17,8 @@ modules=("$@")
 [ ${#modules[@]} -gt 0 ] || modules=(cycle queue snapshot topology tree preemption victims pdb evaluator plugins)
 work=.mutation
 mkdir -p "$work"
-# a fresh copy of the sources and tests; mutmut's own state (mutants/) stays for incremental re-runs
-rm -rf "$work/src" "$work/tests" "$work/examples"
+# a fresh copy: mutmut's record of which tests reach which function is only valid for the files it mutated
+rm -rf "$work/src" "$work/tests" "$work/examples" "$work/mutants"
 cp -r src tests examples "$work/"
 find "$work" -name '*.egg-info' -prune -exec rm -rf {} +
 # the same configuration, with the chosen files as mutmut's only_mutate
