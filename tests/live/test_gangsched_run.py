@@ -126,7 +126,9 @@ def test_no_rack_fits_leaves_the_gang_pending(
         lambda: condition(kube_client.get(PodGroup, "g", namespace=namespace), "PodGroupInitiallyScheduled"),
     )
     assert (failed.status, failed.reason) == ("False", "Unschedulable")
-    assert failed.message.startswith("0/2 placements are available"), failed.message
+    # wrapped in errPodGroupUnschedulable, as kube-scheduler writes it (see the side-by-side test)
+    want = "pod group is unschedulable, 0/2 placements are available"
+    assert failed.message.startswith(want), failed.message
     assert not any(_nodes_of(kube_client, namespace).values())
 
 
