@@ -102,6 +102,9 @@ class Applier:
         self._binds_idle = asyncio.Event()
         self._binds_idle.set()
         self._written: dict[tuple[str, tuple[str, str], str], tuple[str, str, str]] = {}
+        # SchedulingGated writes waiting out their delay; a later condition for the same pod (the gate lifted
+        # and its cycle ran within the delay) takes the pod out, so the stale gated write never lands over it.
+        self._gated_pending: dict[tuple[str, str], ConditionChange] = {}
         # Groups admitted (binding or bound): their InitiallyScheduled condition never goes back from True,
         # though the next cycle, still reading a cache without our own write, may say otherwise.
         self._scheduled: set[tuple[str, tuple[str, str]]] = set()
@@ -112,9 +115,12 @@ class Applier:
         victims = {e.pod for e in decision.evictions}
         victim_conditions: dict[tuple[str, str], ConditionChange] = {}
         for change in decision.conditions:
+            if change.kind == "Pod" and change.condition.reason != "SchedulingGated":
+                self._gated_pending.pop(change.key, None)
             if change.kind == "Pod" and change.key in victims:
                 victim_conditions[change.key] = change
             elif change.condition.reason == "SchedulingGated":
+                self._gated_pending[change.key] = change
                 self._spawn(self._write_gated(change))
             elif decision.bindings and change.kind in GROUP_KINDS and change.condition.status == "True":
                 deferred.append(change)  # written once the gang is really bound
@@ -394,6 +400,9 @@ class Applier:
         """Why a pod waits at PreEnqueue, written only if it still waits a moment later: the members of a gang
         arrive in a burst and the gate of most of them lifts within it, so most such writes would be stale."""
         await asyncio.sleep(GATED_DELAY)
+        if self._gated_pending.get(change.key) is not change:
+            return  # superseded by a later condition for this pod
+        del self._gated_pending[change.key]
         pod = self.cache.store.get("Pod", change.key)
         if pod is not None and not pod.spec.nodeName:
             await self._write_condition(change)
