@@ -316,13 +316,18 @@ class Evaluator:
             refusal=refusal,
         )
 
-    def _pods_layer(self, pi: PodInfo, c: _Class) -> _PodsLayer | None:
-        """The pod's pods-stage verdicts, current with the pod log; None when no pods-stage plugin has
-        anything to check for it (PreFilter and PreScore would all Skip)."""
+    def reads_other_pods(self, pi: PodInfo) -> bool:
+        """Whether a pods-stage plugin has anything to check for `pi` (else PreFilter and PreScore would all
+        Skip): it has host ports, spread constraints or pod affinity, or placed pods carry affinity terms."""
         traits = pi.traits
         if not (self._pods_filters or self._pods_scores):
-            return None
-        if not (traits.host_ports or traits.spread or traits.carries_terms or self.snap.carriers):
+            return False
+        return bool(traits.host_ports or traits.spread or traits.carries_terms or self.snap.carriers)
+
+    def _pods_layer(self, pi: PodInfo, c: _Class) -> _PodsLayer | None:
+        """The pod's pods-stage verdicts, current with the pod log; None when `reads_other_pods` is false."""
+        traits = pi.traits
+        if not self.reads_other_pods(pi):
             return None
         key = (c.key, traits.ident)
         layer = self._layers.get(key)
@@ -474,6 +479,19 @@ class Evaluator:
             undo_place()
 
         return undo
+
+    def fit_reasons(self, pi: PodInfo, node: int) -> list[str]:
+        """Why `pi` does not fit on `node` as the snapshot stands (every filter, pods-stage ones included),
+        in upstream's words; empty when it fits. Preemption's dry runs ask this after taking pods out; the
+        claims stage is not asked (preemption tries only nodes `claims_feasible` leaves)."""
+        c = self._class(pi)
+        layer = self._pods_layer(pi, c)
+        if c.masked[node] >= 0 and (layer is None or bool(layer.ok[node])):
+            return []
+        only = np.zeros(len(self.snap), dtype=bool)
+        only[node] = True
+        failure = self._failure(c, layer, only, pi)
+        return [failure.prefilter_message] if failure.prefilter_message else list(failure.histogram)
 
     def _plugin_scores(
         self, c: _Class, layer: _PodsLayer | None, nodes: npt.NDArray[np.intp]

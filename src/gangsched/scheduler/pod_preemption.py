@@ -19,10 +19,8 @@ import numpy as np
 
 from .evaluator import FitFailure
 from .pdb import Budget, split_by_violation
-from .plugins import node_resources_fit
 from .podinfo import PodInfo
 from .preemption import Preemption, PreemptionView, TakenOut, ineligibility, lower_priority_units
-from .snapshot import PodVector
 from .victims import VictimUnit, sort_by_importance, start_time, work_since
 
 __all__ = ["NOT_HELPFUL", "NO_VICTIMS_FOR_POD", "preempt_pod"]
@@ -58,25 +56,29 @@ class _Candidate:
 
 
 def _victims_on_node(
-    view: PreemptionView, vec: PodVector, node: int, units: list[VictimUnit], pdbs: list[Budget]
+    view: PreemptionView, pi: PodInfo, node: int, units: list[VictimUnit], pdbs: list[Budget]
 ) -> _Candidate | list[str]:
-    """SelectVictimsOnNode: the units to evict for `vec` to fit on `node`, or why it cannot."""
-    snap = view.ev.snap
+    """SelectVictimsOnNode: the units to evict for `pi` to fit on `node`, or why it cannot. Every filter
+    is asked (a victim may hold a host port or match an anti-affinity term, not only take resources)."""
+    ev = view.ev
     out = TakenOut(view)
     for unit in units:
         out.take(unit, node)
     try:
-        if not node_resources_fit.fits_one(snap, vec, node):
-            return node_resources_fit.reasons(snap, vec, node)
+        reasons = ev.fit_reasons(pi, node)
+        if reasons:
+            return reasons
         violating, fine = split_by_violation(sort_by_importance(units), pdbs)
         victims: list[VictimUnit] = []
         violations = 0
         for unit, count in [*violating, *((u, 0) for u in fine)]:
             out.put_back(unit)
-            if not node_resources_fit.fits_one(snap, vec, node):
+            if ev.fit_reasons(pi, node):
                 out.take(unit, node)
                 victims.append(unit)
                 violations += count
+        if not victims:  # it fits with nothing evicted: upstream reports an error for such a node
+            return [NO_VICTIMS_FOR_POD]
         return _Candidate(node, sort_by_importance(victims), violations)
     finally:
         out.restore()
@@ -113,7 +115,7 @@ def preempt_pod(view: PreemptionView, pi: PodInfo) -> Preemption | str:
         if not units:
             histogram[NO_VICTIMS_FOR_POD] += 1
             continue
-        found = _victims_on_node(view, cls.vec, node, units, pdbs)
+        found = _victims_on_node(view, pi, node, units, pdbs)
         if isinstance(found, _Candidate):
             candidates.append(found)
             if len(candidates) >= wanted and any(c.pdb_violations == 0 for c in candidates):

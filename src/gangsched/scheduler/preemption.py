@@ -166,15 +166,37 @@ def lower_priority_units(view: PreemptionView, priority: int) -> list[VictimUnit
     return collect_units(view.ev.snap.placed, view.pods, view.objects, below=priority)
 
 
-def _placements_fit(view: PreemptionView, rows_by_node: dict[int, set[int]], nodes: set[int]) -> bool:
+def _placements_fit(
+    view: PreemptionView,
+    rows_by_node: dict[int, set[int]],
+    placed_on: dict[int, list[PodInfo]],
+    nodes: set[int],
+    domain_wide: bool,
+) -> bool:
     """With the preemptor's pods reserved, does every proposed placement on `nodes` still pass the filters?
 
-    Only resource fit depends on other pods (the static filters do not), and each pod's sequential check
-    (free >= request, earlier pods reserved) holds for all of them exactly when no resource any of them
-    requests is over-committed on its node once all are reserved.
+    The static filters do not depend on other pods. For resources, each pod's sequential check (free >=
+    request, earlier pods reserved) holds for all of them exactly when no resource any of them requests is
+    over-committed on its node once all are reserved. A pod that reads other pods (host ports, spread,
+    pod affinity) is asked again with every other pod in place, itself taken out for the question; with
+    `domain_wide`, on every node of the placement (a pod put back elsewhere in a zone may still count).
     """
-    snap = view.ev.snap
-    return all(snap.used[row, node] <= snap.alloc[row, node] for node in nodes for row in rows_by_node[node])
+    ev = view.ev
+    snap = ev.snap
+    if not all(snap.used[row, node] <= snap.alloc[row, node] for node in nodes for row in rows_by_node[node]):
+        return False
+    for node in placed_on if domain_wide else nodes:
+        for pi in placed_on[node]:
+            if not ev.reads_other_pods(pi):
+                continue
+            undo = snap.remove(pi.key)
+            try:
+                fits = not ev.fit_reasons(pi, node)
+            finally:
+                undo()
+            if not fits:
+                return False
+    return True
 
 
 def _reprieve(
@@ -182,19 +204,23 @@ def _reprieve(
 ) -> list[VictimUnit]:
     """Put back as many units as the proposed placements allow; returns those that must go."""
     rows_by_node: dict[int, set[int]] = {}
+    placed_on: dict[int, list[PodInfo]] = {}
     for pi, node in placed:
         rows_by_node.setdefault(node, set()).update(row for row, _ in view.ev.vector(pi).rows)
+        placed_on.setdefault(node, []).append(pi)
+    # Pods that read other pods (ports, spread, pod affinity) may be affected by a unit on any node.
+    domain_wide = any(view.ev.reads_other_pods(pi) for pi, _ in placed)
     pdbs = view.budgets()
-    if not pdbs:  # order is all that matters then, and only among units sharing a node with the preemptor
+    if not pdbs and not domain_wide:  # order is all that matters then, and only among units sharing a node
         units = out.units_on(rows_by_node)
     violating, fine = split_by_violation(sort_by_importance(units), pdbs)
     victims = []
     for unit in [u for u, _ in violating] + fine:
         touched = out.nodes(unit) & rows_by_node.keys()
-        if not touched:
+        if not touched and not domain_wide:
             continue  # none of its pods share a node with the preemptor's: putting it back changes nothing
         out.put_back(unit)
-        if not _placements_fit(view, rows_by_node, touched):
+        if not _placements_fit(view, rows_by_node, placed_on, touched, domain_wide):
             out.take(unit)
             victims.append(unit)
     return sort_by_importance(victims)
