@@ -71,6 +71,7 @@ RESOURCES: dict[str, Resource] = {
     r.kind: r
     for r in (
         Resource("Node", "/api/v1", "nodes", core_v1.Node, False),
+        Resource("Namespace", "/api/v1", "namespaces", core_v1.Namespace, False),
         Resource("Pod", "/api/v1", "pods", core_v1.Pod, True),
         Resource(
             "PriorityClass",

@@ -43,6 +43,7 @@ log = logging.getLogger("gangsched.live")
 INFORMER_KINDS = (
     "PriorityClass",
     "Node",
+    "Namespace",  # labels that pod affinity terms' namespaceSelector match
     # what the claims stage reads (templates are the resourceclaim controller's business, not ours)
     "StorageClass",
     "CSINode",
