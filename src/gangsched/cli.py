@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -289,77 +290,114 @@ def demo(seed: int) -> None:
 
 @main.command()
 @click.option(
-    "--kubeconfig", required=True, type=click.Path(exists=True, dir_okay=False), help="Cluster access."
-)
-@click.option("--scheduler-name", default="gangsched", show_default=True, help="Schedule pods naming this.")
-@click.option("--leader-elect", is_flag=True, help="Run only while holding a coordination.k8s.io/v1 Lease.")
-@click.option("--leader-elect-resource-namespace", default="kube-system", show_default=True)
-@click.option("--leader-elect-resource-name", default="gangsched", show_default=True)
-@click.option("--leader-elect-lease-duration", type=float, default=15.0, show_default=True, help="Seconds.")
-@click.option("--leader-elect-renew-deadline", type=float, default=10.0, show_default=True, help="Seconds.")
-@click.option("--leader-elect-retry-period", type=float, default=2.0, show_default=True, help="Seconds.")
-@gates_option
-@click.option(
-    "--metrics-port", type=int, default=None, help="Serve /metrics, /healthz, /readyz on 127.0.0.1."
+    "--config",
+    "config_file",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="A GangschedConfiguration file (KubeSchedulerConfiguration style); flags override it.",
 )
 @click.option(
-    "--seed", type=int, default=0, show_default=True, help="Seed for tie-breaking between equal nodes."
+    "--kubeconfig",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Cluster access. Default: the in-cluster ServiceAccount, else $KUBECONFIG, else ~/.kube/config.",
+)
+@click.option("--scheduler-name", default=None, help="Schedule pods naming this.  [default: gangsched]")
+@click.option(
+    "--leader-elect/--no-leader-elect",
+    default=None,
+    help="Run only while holding a coordination.k8s.io/v1 Lease.",
+)
+@click.option("--leader-elect-resource-namespace", default=None, help="[default: kube-system]")
+@click.option("--leader-elect-resource-name", default=None, help="[default: gangsched]")
+@click.option("--leader-elect-lease-duration", type=float, default=None, help="Seconds.  [default: 15]")
+@click.option("--leader-elect-renew-deadline", type=float, default=None, help="Seconds.  [default: 10]")
+@click.option("--leader-elect-retry-period", type=float, default=None, help="Seconds.  [default: 2]")
+@click.option("--feature-gates", "feature_gates", default=None, help=GATES_HELP)
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(1, 65535),
+    default=None,
+    help="Serve /metrics, /healthz, /readyz and the dashboard (/) on this port.",
 )
 @click.option(
-    "--api-concurrency", type=int, default=16, show_default=True, help="API writes (binds, ...) at once."
+    "--bind-address", default=None, help="Address the metrics port listens on.  [default: 127.0.0.1]"
+)
+@click.option(
+    "--seed", type=int, default=None, help="Seed for tie-breaking between equal nodes.  [default: 0]"
+)
+@click.option(
+    "--scoring",
+    type=click.Choice(["LeastAllocated", "MostAllocated"]),
+    default=None,
+    help="NodeResourcesFit scoring strategy.  [default: LeastAllocated]",
+)
+@click.option(
+    "--api-concurrency",
+    type=click.IntRange(min=1),
+    default=None,
+    help="API writes (binds, ...) at once.  [default: 16]",
 )
 @backfill_options
 @click.option(
-    "--explain-pending",
-    is_flag=True,
+    "--explain-pending/--no-explain-pending",
+    default=None,
     help="Write why a group waits and when it starts (as `explain`) into a condition "
     "gangsched.io/WhyPending and a WhyPending Event on it, beside upstream's conditions.",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
-def run(
-    kubeconfig: str,
-    scheduler_name: str,
-    leader_elect: bool,
-    leader_elect_resource_namespace: str,
-    leader_elect_resource_name: str,
-    leader_elect_lease_duration: float,
-    leader_elect_renew_deadline: float,
-    leader_elect_retry_period: float,
-    gates: FeatureGates,
-    metrics_port: int | None,
-    seed: int,
-    api_concurrency: int,
-    backfill: BackfillSettings | None,
-    explain_pending: bool,
-    verbose: bool,
-    **_planning: float,
-) -> None:
-    """Schedule a real cluster as a secondary scheduler: pods with spec.schedulerName = --scheduler-name."""
+def run(config_file: str | None, verbose: bool, feature_gates: str | None, **flags: Any) -> None:
+    """Schedule a real cluster as a secondary scheduler: pods with spec.schedulerName = --scheduler-name.
+
+    Settings come from --config (see README), each flag given overrides the file's value."""
     import asyncio
     import logging
 
+    from .live.config import ConfigError, leader_election_problem, load_config
+    from .live.kube import cluster_config
     from .live.runner import RunOptions
     from .live.runner import run as run_live
+
+    try:
+        settings = load_config(config_file) if config_file else {}
+    except ConfigError as e:
+        click.echo(f"Error: {e}", err=True)
+        sys.exit(1)
+    file_gates = settings.pop("feature_gates", "")
+    for planning in ("bf_window", "bf_resolution", "bf_interval", "aging_rate", "aging_cap"):
+        flags.pop(planning)  # already in --backfill's settings (its callback reads them)
+    names = {  # flag -> RunOptions field, where they differ
+        "leader_elect_resource_namespace": "lease_namespace",
+        "leader_elect_resource_name": "lease_name",
+        "leader_elect_lease_duration": "lease_duration",
+        "leader_elect_renew_deadline": "renew_deadline",
+        "leader_elect_retry_period": "retry_period",
+    }
+    settings.update({names.get(k, k): v for k, v in flags.items() if v is not None})
+    try:
+        # Gate by gate: the flag's gates on top of the file's.
+        gates = FeatureGates.parse(",".join(t for t in (file_gates, feature_gates) if t))
+    except FeatureGateError as e:
+        raise BadInput(str(e), param_hint="'--feature-gates'") from e
+    options = RunOptions(gates=gates, **settings)
+    if options.leader_elect:
+        problem = leader_election_problem(
+            options.lease_duration, options.renew_deadline, options.retry_period
+        )
+        if problem is not None:
+            field, message = problem
+            flag = "--leader-elect-" + re.sub(r"([A-Z])", r"-\1", field).lower()
+            click.echo(f"Error: {flag}: {message}", err=True)
+            sys.exit(1)
+    try:
+        cluster_config(options.kubeconfig)
+    except ValueError as e:
+        click.echo(f"Error: {e}", err=True)
+        sys.exit(1)
 
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     logging.getLogger("httpx2").setLevel(logging.WARNING)  # one line per request otherwise
-    options = RunOptions(
-        kubeconfig=kubeconfig,
-        scheduler_name=scheduler_name,
-        gates=gates,
-        leader_elect=leader_elect,
-        lease_namespace=leader_elect_resource_namespace,
-        lease_name=leader_elect_resource_name,
-        lease_duration=leader_elect_lease_duration,
-        renew_deadline=leader_elect_renew_deadline,
-        retry_period=leader_elect_retry_period,
-        metrics_port=metrics_port,
-        seed=seed,
-        api_concurrency=api_concurrency,
-        backfill=backfill,
-        explain_pending=explain_pending,
-    )
     sys.exit(asyncio.run(run_live(options)))

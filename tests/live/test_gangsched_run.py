@@ -406,6 +406,8 @@ def test_metrics_health_and_events(
     for i in range(2):
         kube_client.create(_pod(namespace, f"fits-{i}", "fits", name))
         kube_client.create(_pod(namespace, f"too-big-{i}", "too-big", name, cpu="3"))
+    kube_client.create(_group(namespace, "short", 3))  # 1 pod of 3: held at PreEnqueue
+    kube_client.create(_pod(namespace, "short-0", "short", name))
     text = wait_for(
         "both attempts counted",
         lambda: (
@@ -413,12 +415,20 @@ def test_metrics_health_and_events(
             and _metric(t, 'gangsched_schedule_attempts_total{result="unschedulable"}') >= 1
             and _metric(t, 'gangsched_schedule_attempts_total{result="scheduled"}') == 1
             and _metric(t, 'gangsched_bindings_total{result="success"}') == 2
+            and _metric(t, 'gangsched_pending_pods{queue="gated"}') == 1
             and t
         ),
     )
-    assert _metric(text, "gangsched_pending_gangs") == 1
+    assert _metric(text, "gangsched_pending_gangs") == 2
     assert _metric(text, "gangsched_scheduling_cycle_duration_seconds_count") >= 2
     assert 'gangsched_queue_depth{state="unschedulable"}' in text
+    # Upstream-style SLIs: the two bound pods' scheduling latency; the two pods of the gang that does not fit
+    # wait in the unschedulable pool or backoff; the short gang's one pod is gated.
+    assert _metric(text, "gangsched_pod_scheduling_sli_duration_seconds_count") == 2
+    assert _metric(text, 'gangsched_pod_scheduling_sli_duration_seconds_bucket{le="+Inf"}') == 2
+    waiting = {q: _metric(text, f'gangsched_pending_pods{{queue="{q}"}}') for q in
+               ("active", "backoff", "unschedulable", "gated", "in-flight")}  # fmt: skip
+    assert waiting["unschedulable"] + waiting["backoff"] + waiting["active"] + waiting["in-flight"] == 2
     assert _get(f"http://127.0.0.1:{port}/nothing")[0] == 404
 
     def events() -> set[tuple[str, str, str]]:

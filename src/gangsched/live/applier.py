@@ -183,6 +183,11 @@ class Applier:
         results = await asyncio.gather(*(self._bind_one(b) for b in bindings))
         failed = [b for b, ok in zip(bindings, results, strict=True) if not ok]
         self.metrics.bindings.inc("success", len(bindings) - len(failed))
+        now = time.monotonic()
+        for b, ok in zip(bindings, results, strict=True):
+            seen = self.cache.first_pending.pop(b.pod, None) if ok else None
+            if seen is not None:
+                self.metrics.pod_scheduling_sli.observe(now - seen)
         if not failed:
             for change in deferred:
                 await self._write_condition(change)

@@ -12,6 +12,7 @@ Contract: single-threaded (the event loop); `changed` is set after every change 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -48,6 +49,8 @@ class LiveCache:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.assumed: dict[Key, str] = {}
+        # When each unbound pod was first seen (monotonic seconds): the start of its scheduling SLI.
+        self.first_pending: dict[Key, float] = {}
         self.changed = asyncio.Event()
 
     # --- informer side --------------------------------------------------------------------------------------
@@ -62,6 +65,7 @@ class LiveCache:
             if key not in seen:
                 if kind == "Pod":
                     self.assumed.pop(key, None)
+                    self.first_pending.pop(key, None)
                 self.store.delete(kind, key)
         self.changed.set()
 
@@ -70,6 +74,7 @@ class LiveCache:
             key = key_of(obj)
             if kind == "Pod":
                 self.assumed.pop(key, None)
+                self.first_pending.pop(key, None)
             self.store.delete(kind, key)
         else:
             self._put(kind, obj)
@@ -78,6 +83,8 @@ class LiveCache:
     def _put(self, kind: str, obj: Any) -> None:
         key = key_of(obj)
         if kind == "Pod":
+            if not obj.spec.nodeName:
+                self.first_pending.setdefault(key, time.monotonic())
             node = self.assumed.get(key)
             if node is not None:
                 if obj.spec.nodeName:

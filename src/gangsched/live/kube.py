@@ -18,14 +18,17 @@ raises on an HTTP error status; transport errors (server down) raise `httpx.Tran
 from __future__ import annotations
 
 import datetime as dt
+import os
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx2 as httpx
 import msgspec
-from lightkube import KubeConfig
+import yaml
+from lightkube import ConfigError, KubeConfig
 from lightkube.config.client_adapter import ConnectionParams
 from lightkube.core import decoders
 from lightkube.resources import (
@@ -39,7 +42,7 @@ from lightkube.resources import (
     storage_v1,
 )
 
-__all__ = ["RESOURCES", "ApiStatus", "KubeApi", "Resource", "WatchGone"]
+__all__ = ["RESOURCES", "ApiStatus", "KubeApi", "Resource", "WatchGone", "cluster_config"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +114,43 @@ RESOURCES: dict[str, Resource] = {
 }
 
 
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+def cluster_config(path: str | None, service_account_dir: str = SERVICE_ACCOUNT_DIR) -> KubeConfig:
+    """Where to reach the API server and as whom, as client-go decides it: an explicit kubeconfig; else
+    in-cluster (the pod's ServiceAccount token, CA and namespace under `service_account_dir` and the
+    KUBERNETES_SERVICE_HOST/PORT environment kubelet sets); else the first file in $KUBECONFIG; else
+    ~/.kube/config. The token file is read again on each request, so rotated tokens are picked up."""
+    if path is not None:
+        return _from_file(path)
+    if Path(service_account_dir, "token").is_file() and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        try:
+            return KubeConfig.from_service_account(service_account_dir)
+        except KeyError as e:  # KUBERNETES_SERVICE_PORT missing beside KUBERNETES_SERVICE_HOST
+            raise ValueError(f"in-cluster configuration: environment variable {e} is not set") from e
+        except (ConfigError, OSError) as e:
+            raise ValueError(f"in-cluster configuration in {service_account_dir}: {e}") from e
+    env = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+    if env:
+        return _from_file(env[0])
+    if Path("~/.kube/config").expanduser().is_file():
+        return _from_file("~/.kube/config")
+    raise ValueError(
+        "no cluster configuration: not in a cluster (no ServiceAccount token), --kubeconfig and $KUBECONFIG "
+        "not given, no ~/.kube/config"
+    )
+
+
+def _from_file(path: str) -> KubeConfig:
+    try:
+        return KubeConfig.from_file(path)
+    except ConfigError as e:
+        raise ValueError(f"{path}: {e}") from e
+    except (yaml.YAMLError, msgspec.ValidationError, TypeError, AttributeError) as e:
+        raise ValueError(f"{path}: not a kubeconfig: {e}".splitlines()[0]) from e
+
+
 class WatchGone(Exception):
     """The watch's resourceVersion is too old (410 Gone): the informer must list again."""
 
@@ -149,8 +189,11 @@ class KubeApi:
         self.http = http
 
     @classmethod
-    def from_kubeconfig(cls, path: str, *, max_connections: int = 64) -> KubeApi:
-        config = KubeConfig.from_file(path).get()
+    def from_kubeconfig(cls, path: str | None, *, max_connections: int = 64,
+                        service_account_dir: str = SERVICE_ACCOUNT_DIR) -> KubeApi:  # fmt: skip
+        """A client for `path`, or with None for the in-cluster ServiceAccount, else $KUBECONFIG, else
+        ~/.kube/config (client-go's order). Raises ValueError with a one-line message if none is usable."""
+        config = cluster_config(path, service_account_dir).get()
         if config is None:
             raise ValueError(f"{path}: no current context")
         # No proxies from the environment: the scheduler talks to its API server directly.

@@ -1,43 +1,66 @@
-"""Prometheus metrics and health endpoints of `gangsched run`, with the standard library only.
+"""Prometheus metrics and the HTTP endpoints of `gangsched run`, through prometheus-client.
 
     metrics = Metrics()
     metrics.attempts.inc("scheduled")
-    server = await serve_http(metrics, port=10259, ready=lambda: True)
+    server = await serve_http(metrics, port=10261, ready=lambda: True, host="0.0.0.0")
 
-Served on 127.0.0.1: /metrics (text format 0.0.4), /healthz (the process runs its loop), /readyz (informers
-synced and, with leader election, this replica leads).
+Endpoints: /metrics (Prometheus text format), /healthz (the process runs its loop), /readyz (informers
+synced and, with leader election, this replica leads), and pages added with `pages` (the dashboard), all GET
+and read-only. Each Metrics has its own registry, so several schedulers in one process (tests) do not mix.
+
+Besides gangsched's own series, two of kube-scheduler's SLIs under gangsched's prefix (upstream's names with
+`scheduler_` replaced by `gangsched_`): `gangsched_pod_scheduling_sli_duration_seconds` (from the moment a pod
+of ours is first seen pending to its successful binding, across attempts, as upstream's
+scheduler_pod_scheduling_sli_duration_seconds) and `gangsched_pending_pods{queue}` (pods of ours not yet bound
+by where they wait: active, backoff, unschedulable, gated, in-flight; upstream's scheduler_pending_pods).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import logging
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
 
-__all__ = ["Counter", "Gauge", "Histogram", "Metrics", "serve_http"]
+import prometheus_client
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import Counter as PromCounter
+from prometheus_client import Histogram as PromHistogram
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+__all__ = ["Counter", "Gauge", "Histogram", "Metrics", "Page", "serve_http"]
+
+log = logging.getLogger("gangsched.live.http")
+
+# "_created" series would double every counter and histogram for a timestamp nobody here reads.
+prometheus_client.disable_created_metrics()  # type: ignore[no-untyped-call]
 
 CYCLE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+# kube-scheduler's pod_scheduling_sli_duration_seconds buckets: exponential from 10 ms, factor 2, 20 of them.
+SLI_BUCKETS = tuple(0.01 * 2**i for i in range(20))
 
 
-def _labels(name: str, value: str) -> str:
-    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return f'{{{name}="{escaped}"}}'
-
-
-@dataclass
 class Counter:
-    name: str
-    help: str
-    label: str
-    values: dict[str, float] = field(default_factory=dict)
+    """A counter with one label; `name` ends in _total as it is exposed."""
+
+    def __init__(self, registry: CollectorRegistry, name: str, help: str, label: str) -> None:
+        self.name = name
+        self._counter = PromCounter(name.removesuffix("_total"), help, [label], registry=registry)
 
     def inc(self, label_value: str, by: float = 1.0) -> None:
-        self.values[label_value] = self.values.get(label_value, 0.0) + by
+        self._counter.labels(label_value).inc(by)
 
-    def render(self) -> list[str]:
-        lines = [f"# HELP {self.name} {self.help}", f"# TYPE {self.name} counter"]
-        lines += [f"{self.name}{_labels(self.label, k)} {v:g}" for k, v in sorted(self.values.items())]
-        return lines
+
+class Histogram:
+    def __init__(
+        self, registry: CollectorRegistry, name: str, help: str, buckets: tuple[float, ...] = CYCLE_BUCKETS
+    ) -> None:
+        self.name = name
+        self._histogram = PromHistogram(name, help, buckets=buckets, registry=registry)
+
+    def observe(self, value: float) -> None:
+        self._histogram.observe(value)
 
 
 @dataclass
@@ -49,80 +72,104 @@ class Gauge:
     label: str
     read: Callable[[], dict[str, float]]
 
-    def render(self) -> list[str]:
-        lines = [f"# HELP {self.name} {self.help}", f"# TYPE {self.name} gauge"]
-        for k, v in sorted(self.read().items()):
-            lines.append(f"{self.name}{_labels(self.label, k) if k else ''} {v:g}")
-        return lines
+    def collect(self) -> Metric:
+        family = GaugeMetricFamily(self.name, self.help, labels=[self.label] if self.label else None)
+        for value, number in sorted(self.read().items()):
+            family.add_metric([value] if self.label else [], number)
+        return family
 
 
-@dataclass
-class Histogram:
-    name: str
-    help: str
-    buckets: tuple[float, ...] = CYCLE_BUCKETS
-    counts: list[int] = field(default_factory=list)
-    total: float = 0.0
-    n: int = 0
+class _Gauges(Collector):
+    """The gauges attached to a Metrics, read at scrape time."""
 
-    def observe(self, value: float) -> None:
-        if not self.counts:
-            self.counts = [0] * len(self.buckets)
-        for i, bound in enumerate(self.buckets):
-            if value <= bound:
-                self.counts[i] += 1
-        self.total += value
-        self.n += 1
+    def __init__(self, gauges: list[Gauge]) -> None:
+        self.gauges = gauges
 
-    def render(self) -> list[str]:
-        lines = [f"# HELP {self.name} {self.help}", f"# TYPE {self.name} histogram"]
-        counts = self.counts or [0] * len(self.buckets)
-        for bound, count in zip(self.buckets, counts, strict=True):
-            lines.append(f'{self.name}_bucket{{le="{bound:g}"}} {count}')
-        lines.append(f'{self.name}_bucket{{le="+Inf"}} {self.n}')
-        lines.append(f"{self.name}_sum {self.total:.6f}")
-        lines.append(f"{self.name}_count {self.n}")
-        return lines
+    def collect(self) -> Iterator[Metric]:
+        for gauge in self.gauges:
+            yield gauge.collect()
 
 
 class Metrics:
     """Everything /metrics shows. Gauges that read scheduler state are attached by the runner."""
 
     def __init__(self) -> None:
-        self.attempts = Counter("gangsched_schedule_attempts_total", "Scheduling cycles by result.", "result")
-        self.bindings = Counter("gangsched_bindings_total", "Pod bindings by result.", "result")
+        self.registry = CollectorRegistry(auto_describe=False)
+        r = self.registry
+        self.attempts = Counter(
+            r, "gangsched_schedule_attempts_total", "Scheduling cycles by result.", "result"
+        )
+        self.bindings = Counter(r, "gangsched_bindings_total", "Pod bindings by result.", "result")
         self.rollbacks = Counter(
+            r,
             "gangsched_gang_rollbacks_total",
             "Gangs whose bound members were deleted after a failed bind.",
             "kind",
         )
         self.preemptions = Counter(
+            r,
             "gangsched_preemption_attempts_total",
             "Cycles that decided to preempt, by preemptor kind.",
             "kind",
         )
         self.evictions = Counter(
-            "gangsched_preemption_victims_total", "Victims evicted, by result.", "result"
+            r, "gangsched_preemption_victims_total", "Victims evicted, by result.", "result"
         )
         self.cycle_seconds = Histogram(
-            "gangsched_scheduling_cycle_duration_seconds", "Duration of one cycle."
+            r, "gangsched_scheduling_cycle_duration_seconds", "Duration of one cycle."
+        )
+        self.pod_scheduling_sli = Histogram(
+            r,
+            "gangsched_pod_scheduling_sli_duration_seconds",
+            "From a pod of ours first seen pending to its successful binding, across attempts "
+            "(as kube-scheduler's scheduler_pod_scheduling_sli_duration_seconds).",
+            SLI_BUCKETS,
         )
         self.gauges: list[Gauge] = []
+        r.register(_Gauges(self.gauges))
 
     def render(self) -> str:
-        lines: list[str] = []
-        for metric in (self.attempts, self.bindings, self.rollbacks, self.preemptions, self.evictions):
-            lines += metric.render()
-        lines += self.cycle_seconds.render()
-        for gauge in self.gauges:
-            lines += gauge.render()
-        return "\n".join(lines) + "\n"
+        return generate_latest(self.registry).decode()
+
+
+@dataclass(frozen=True)
+class Page:
+    """A read-only page served beside /metrics: `render()` returns the body (HTML)."""
+
+    path: str
+    render: Callable[[], Awaitable[str] | str]
+    content_type: str = "text/html; charset=utf-8"
+
+
+_REASONS = {200: "OK", 404: "Not Found", 405: "Method Not Allowed", 500: "Internal Server Error",
+            503: "Service Unavailable"}  # fmt: skip
 
 
 async def serve_http(
-    metrics: Metrics, *, port: int, ready: Callable[[], bool], host: str = "127.0.0.1"
+    metrics: Metrics,
+    *,
+    port: int,
+    ready: Callable[[], bool],
+    host: str = "127.0.0.1",
+    pages: tuple[Page, ...] = (),
 ) -> asyncio.Server:
-    """A tiny HTTP/1.0 server for /metrics, /healthz and /readyz (GET only)."""
+    """A small HTTP/1.0 server (GET and HEAD only) for /metrics, /healthz, /readyz and `pages`."""
+    by_path = {p.path: p for p in pages}
+
+    async def respond(method: str, path: str) -> tuple[int, str, str]:
+        if method not in ("GET", "HEAD"):
+            return 405, "method not allowed", "text/plain"
+        if path == "/metrics":
+            return 200, metrics.render(), prometheus_client.CONTENT_TYPE_LATEST
+        if path == "/healthz":
+            return 200, "ok", "text/plain"
+        if path == "/readyz":
+            return (200, "ok", "text/plain") if ready() else (503, "not ready", "text/plain")
+        page = by_path.get(path)
+        if page is None:
+            return 404, "not found", "text/plain"
+        body = page.render()
+        return 200, body if isinstance(body, str) else await body, page.content_type
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -130,20 +177,19 @@ async def serve_http(
             while (await asyncio.wait_for(reader.readline(), 5)) not in (b"\r\n", b"\n", b""):
                 pass
             parts = request.decode("latin-1").split()
+            method = parts[0] if parts else "GET"
             path = parts[1].split("?", 1)[0] if len(parts) > 1 else "/"
-            if path == "/metrics":
-                code, body, ctype = 200, metrics.render(), "text/plain; version=0.0.4; charset=utf-8"
-            elif path == "/healthz":
-                code, body, ctype = 200, "ok", "text/plain"
-            elif path == "/readyz":
-                ok = ready()
-                code, body, ctype = (200, "ok", "text/plain") if ok else (503, "not ready", "text/plain")
-            else:
-                code, body, ctype = 404, "not found", "text/plain"
+            try:
+                code, body, ctype = await respond(method, path)
+            except Exception:  # a page that fails to render must not take the server down
+                log.exception("GET %s", path)
+                code, body, ctype = 500, "internal error", "text/plain"
             data = body.encode()
-            reason = {200: "OK", 404: "Not Found", 503: "Service Unavailable"}[code]
-            head = f"HTTP/1.0 {code} {reason}\r\nContent-Type: {ctype}\r\nContent-Length: {len(data)}\r\n\r\n"
-            writer.write(head.encode() + data)
+            head = (
+                f"HTTP/1.0 {code} {_REASONS[code]}\r\nContent-Type: {ctype}\r\n"
+                f"Content-Length: {len(data)}\r\nCache-Control: no-store\r\n\r\n"
+            )
+            writer.write(head.encode() + (b"" if method == "HEAD" else data))
             await writer.drain()
         except (TimeoutError, ConnectionError):
             pass

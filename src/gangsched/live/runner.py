@@ -10,7 +10,7 @@
 5. Loop: `schedule_one(now)`; each Decision goes to the Applier (live/applier.py) without waiting for it; when
    the queue is idle, wait for a change from the informers or for the next backoff to end.
 
-    asyncio.run(run(RunOptions(kubeconfig="~/.kube/config")))
+    asyncio.run(run(RunOptions(kubeconfig="~/.kube/config")))   # None: in-cluster, else $KUBECONFIG
 """
 
 from __future__ import annotations
@@ -63,7 +63,9 @@ IDLE_WAIT = 1.0
 
 @dataclass(frozen=True, slots=True)
 class RunOptions:
-    kubeconfig: str
+    """What `gangsched run` was told (flags over --config file, see live/config.py)."""
+
+    kubeconfig: str | None = None
     scheduler_name: str = "gangsched"
     gates: FeatureGates = field(default_factory=FeatureGates)
     leader_elect: bool = False
@@ -73,10 +75,22 @@ class RunOptions:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     metrics_port: int | None = None
+    bind_address: str = "127.0.0.1"
     seed: int = 0
     api_concurrency: int = 16
+    scoring: str = "LeastAllocated"
+    placement_limit: bool = False
     backfill: BackfillSettings | None = None
     explain_pending: bool = False
+
+    def profile(self) -> Profile:
+        return Profile(
+            scheduler_names=frozenset({self.scheduler_name}),
+            scoring=self.scoring,
+            placement_limit=self.placement_limit,
+            backfill=self.backfill,
+            explain_pending=self.explain_pending,
+        )
 
 
 def _wall_clock() -> float:
@@ -103,12 +117,9 @@ class LiveScheduler:
     async def start(self) -> None:
         self._tasks = [asyncio.create_task(i.run(), name=f"informer-{i.kind}") for i in self.informers]
         await asyncio.gather(*(i.synced.wait() for i in self.informers))
-        profile = Profile(
-            scheduler_names=frozenset({self.options.scheduler_name}),
-            backfill=self.options.backfill,
-            explain_pending=self.options.explain_pending,
+        self.scheduler = Scheduler(
+            self.store, self.options.gates, seed=self.options.seed, profile=self.options.profile()
         )
-        self.scheduler = Scheduler(self.store, self.options.gates, seed=self.options.seed, profile=profile)
         if self.scheduler.backfill is not None:
             self.scheduler.backfill.history = History()  # live: estimates from the owners' past runs too
         self.scheduler.sync()
@@ -252,12 +263,24 @@ class LiveScheduler:
             )
             return {"": float(gangs)}
 
+        def pending_pods() -> dict[str, float]:
+            by_queue = dict.fromkeys(("active", "backoff", "unschedulable", "gated", "in-flight"), 0.0)
+            for where in scheduler.waiting_pods().values():
+                by_queue[where] = by_queue.get(where, 0.0) + 1
+            return by_queue
+
         def in_flight() -> dict[str, float]:
             return {"": float(self.applier.in_flight() if self.applier else 0)}
 
         self.metrics.gauges += [
             Gauge("gangsched_queue_depth", "Roots in the scheduling queue by state.", "state", queue_depth),
             Gauge("gangsched_pending_gangs", "Gangs with members of ours not yet bound.", "", pending_gangs),
+            Gauge(
+                "gangsched_pending_pods",
+                "Pods of ours not yet bound, by where they wait (kube-scheduler's scheduler_pending_pods).",
+                "queue",
+                pending_pods,
+            ),
             Gauge("gangsched_writes_in_flight", "API writes not yet answered.", "", in_flight),
         ]
 
@@ -289,7 +312,9 @@ async def run(options: RunOptions) -> int:
         return live.synced and (elector is None or elector.leading)
 
     server = (
-        await serve_http(metrics, port=options.metrics_port, ready=ready) if options.metrics_port else None
+        await serve_http(metrics, port=options.metrics_port, ready=ready, host=options.bind_address)
+        if options.metrics_port
+        else None
     )
     stopping = asyncio.Event()
     loop = asyncio.get_running_loop()

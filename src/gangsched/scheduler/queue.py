@@ -140,6 +140,11 @@ class SchedulingQueue:
         """Every root the queue holds, in any state (for planners and `explain`)."""
         return list(self._roots.values())
 
+    def in_order(self) -> list[QueuedRoot]:
+        """Every root in the queue, in the order they are tried (priority, then timestamp), whatever their
+        state: a root in backoff or unschedulable takes this place once it is active again."""
+        return sorted(self.roots(), key=QueuedRoot.sort_key)
+
     def pending(self) -> dict[str, int]:
         """Roots per state, for metrics and tests."""
         out: dict[str, int] = {}

@@ -339,6 +339,22 @@ class Scheduler:
         """Why the pod waits at PreEnqueue, or None."""
         return self._gated.get(key)
 
+    def waiting_pods(self) -> dict[PodKey, str]:
+        """Each pending pod of ours and where it waits: "gated" (held at PreEnqueue), else its root's place
+        in the queue ("active", "backoff", "unschedulable", "in-flight"). For metrics and the dashboard;
+        reads only, O(pods)."""
+        out: dict[PodKey, str] = {}
+        for key, pi in self._pods.items():
+            if not self._pending(pi) or not self._ours(pi):
+                continue
+            if key in self._gated:
+                out[key] = "gated"
+                continue
+            root = self.queue.get(self._root_of(pi))
+            if root is not None:
+                out[key] = root.state
+        return out
+
     # --- cycles ---------------------------------------------------------------------------------------------
     def sync(self) -> None:
         """Build the node snapshot now rather than at the first cycle (after an initial list of nodes)."""
