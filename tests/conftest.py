@@ -1,4 +1,5 @@
-"""Hypothesis profiles for the whole suite.
+"""Hypothesis profiles for the whole suite, and fixtures shared by the unit and the live tests (gangsched
+installed from its wheel, as the image has it).
 
 - `ci` (selected when CI=true): new examples on every run, no example database, and the seed printed in the
   report header, so that a failure found in CI is reproduced with `pytest --hypothesis-seed=N` (plus
@@ -12,6 +13,12 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import Phase, settings
@@ -51,3 +58,63 @@ def pytest_report_header(config: pytest.Config) -> str:
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
     # also at the end, and under -q (which hides the header): the line to copy when something failed
     terminalreporter.write_line(_describe(config))
+
+
+REPO = Path(__file__).resolve().parents[1]
+#: The image's user (Dockerfile `USER`): the installed wheel is run as it, so it can write nothing there.
+IMAGE_UID = 65532
+
+
+def unavailable(reason: str) -> None:
+    """Skip a test that needs a tool this machine cannot provide; under CI=true, fail instead."""
+    if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"cannot run under CI=true: {reason}", pytrace=False)
+    pytest.skip(f"skipped (it would fail under CI=true): {reason}")
+
+
+@pytest.fixture(scope="session")
+def installed_gangsched() -> Iterator[Path]:
+    """The `gangsched` console script of a clean venv into which only the project's wheel (and what it
+    depends on) was installed, as the Dockerfile does. Its directory is root-owned and world-readable, so a
+    process run as IMAGE_UID can use it but write nothing into it (the image's read-only root filesystem)."""
+    root = Path(tempfile.mkdtemp(prefix="gangsched-wheel-"))
+    try:
+        root.chmod(0o755)
+        wheels = root / "wheels"
+        pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
+        subprocess.run([*pip, "wheel", "--no-deps", "-w", str(wheels), str(REPO)], check=True, timeout=600)
+        (wheel,) = wheels.glob("gangsched-*.whl")
+        subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, timeout=120)
+        venv_pip = [str(root / "venv/bin/python"), "-m", "pip", "--disable-pip-version-check", "-q"]
+        subprocess.run([*venv_pip, "install", str(wheel)], check=True, timeout=600)
+        yield root / "venv/bin/gangsched"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def as_image_user(args: list[str]) -> list[str]:
+    """`args` run as the image's non-root user with no supplementary groups (setpriv, util-linux)."""
+    if os.geteuid() != 0:
+        return args  # already not root
+    return ["setpriv", f"--reuid={IMAGE_UID}", f"--regid={IMAGE_UID}", "--clear-groups", *args]
+
+
+def image_env(home: Path) -> dict[str, str]:
+    """The image's environment (Dockerfile ENV) with a HOME that is not the tester's."""
+    return {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(home),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1",
+        "LANG": "C.UTF-8",
+    }
+
+
+def tree_state(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file under `root` with its size and mtime: compare them before and after, to see nothing was
+    written."""
+    return {
+        str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in root.rglob("*")
+        if p.is_file()
+    }

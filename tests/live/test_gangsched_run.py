@@ -361,12 +361,17 @@ def test_leader_election_one_binds_and_the_other_takes_over(
     replicas = [start_gangsched(*flags, "--metrics-port", str(p)) for p in ports]
 
     def leaders() -> list[int]:
-        return [i for i, p in enumerate(ports) if _get(f"http://127.0.0.1:{p}/readyz")[0] == 200]
+        master = "gangsched_leader_election_master_status"
+        return [i for i, p in enumerate(ports) if _metric(_get(f"http://127.0.0.1:{p}/metrics")[1], master)]
 
-    # Both serve /healthz (alive) from the start; only the leader is ready.
-    wait_for(
-        "both replicas up", lambda: all(_get(f"http://127.0.0.1:{p}/healthz")[0] == 200 for p in ports), 30
-    )
+    # Both are alive and ready from the start (the standby is ready to stand by: a PodDisruptionBudget
+    # counts it); only the leader says it leads.
+    for path in ("healthz", "readyz"):
+        wait_for(
+            f"both replicas {path}",
+            lambda path=path: all(_get(f"http://127.0.0.1:{p}/{path}")[0] == 200 for p in ports),
+            30,
+        )
     leader = wait_for("a leader", lambda: leaders() or None, 30)
     assert len(leader) == 1, leader
     first, other = leader[0], 1 - leader[0]

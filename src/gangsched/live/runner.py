@@ -23,7 +23,9 @@ import signal
 import socket
 import time
 import uuid
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..api.gates import FeatureGates
 from ..scheduler import Decision, Profile, Scheduler
@@ -285,6 +287,20 @@ class LiveScheduler:
         ]
 
 
+async def _unless_stopped(step: Coroutine[Any, Any, None], stopping: asyncio.Event) -> bool:
+    """Run `step` to its end (True; its exception is raised) unless `stopping` is set first (False)."""
+    task = asyncio.create_task(step)
+    stop_wait = asyncio.create_task(stopping.wait())
+    await asyncio.wait({task, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+    stop_wait.cancel()
+    if not task.done():
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return False
+    task.result()
+    return True
+
+
 async def run(options: RunOptions) -> int:
     """Run until SIGTERM/SIGINT (exit 0) or a lost Lease (exit 1)."""
     # Connections: the writes, events, one watch per informer, and a few for the Lease and recovery. More
@@ -309,7 +325,23 @@ async def run(options: RunOptions) -> int:
     live = LiveScheduler(api, options, metrics)
 
     def ready() -> bool:
-        return live.synced and (elector is None or elector.leading)
+        # Ready to do its part: schedule (informers synced), or, as a standby, wait for the Lease. Not
+        # "leading": a PodDisruptionBudget counts only ready pods, and would then never let the standby or
+        # the leader be evicted.
+        return live.synced or (elector is not None and not elector.leading)
+
+    def leading() -> dict[str, float]:
+        return {"": 1.0 if elector is None or elector.leading else 0.0}
+
+    metrics.gauges.append(
+        Gauge(
+            "gangsched_leader_election_master_status",
+            "1 while this replica schedules (holds the Lease, or runs without leader election), else 0 "
+            "(component-base's leader_election_master_status).",
+            "",
+            leading,
+        )
+    )
 
     server = (
         await serve_http(metrics, port=options.metrics_port, ready=ready, host=options.bind_address)
@@ -322,15 +354,11 @@ async def run(options: RunOptions) -> int:
         loop.add_signal_handler(sig, stopping.set)
     code = 0
     try:
-        if elector is not None:
-            acquire = asyncio.create_task(elector.acquire())
-            stop_wait = asyncio.create_task(stopping.wait())
-            await asyncio.wait({acquire, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
-            if not acquire.done():
-                acquire.cancel()
-                return 0
-            stop_wait.cancel()
-        await live.start()
+        # Waiting for the Lease or the first lists (an API server unreachable) ends on SIGTERM too.
+        if elector is not None and not await _unless_stopped(elector.acquire(), stopping):
+            return 0
+        if not await _unless_stopped(live.start(), stopping):
+            return 0
         log.info("scheduling pods with schedulerName %s", options.scheduler_name)
         # An informer ends only on an error it cannot retry (or a bug in what it feeds): without it the cache
         # would go stale, so the process exits and a restart recovers from the API server.
