@@ -34,10 +34,11 @@ from ..scheduler.estimates import History
 from ..store.store import EPOCH, Store
 from .applier import EVENT_WRITES, Applier
 from .cache import LiveCache
+from .dashboard import DashboardView, render_dashboard
 from .informer import Informer
 from .kube import KubeApi
 from .leader import LeaderElector
-from .metrics import Gauge, Metrics, serve_http
+from .metrics import Gauge, Metrics, Page, serve_http
 
 __all__ = ["INFORMER_KINDS", "LiveScheduler", "RunOptions", "run"]
 
@@ -343,8 +344,23 @@ async def run(options: RunOptions) -> int:
         )
     )
 
+    def dashboard() -> str:
+        view = DashboardView(
+            live.store,
+            live.scheduler if live.synced else None,
+            options.scheduler_name,
+            leading=elector is None or elector.leading,
+        )
+        return render_dashboard(view)
+
     server = (
-        await serve_http(metrics, port=options.metrics_port, ready=ready, host=options.bind_address)
+        await serve_http(
+            metrics,
+            port=options.metrics_port,
+            ready=ready,
+            host=options.bind_address,
+            pages=(Page("/", dashboard),),
+        )
         if options.metrics_port
         else None
     )

@@ -1,0 +1,166 @@
+"""The dashboard page, rendered from a scheduler's own state (no cluster; tests/live/test_deploy.py loads it
+in a real browser). Expectations by hand: the queue in upstream's order (priority, then creation), a gang
+below minCount held at PreEnqueue with upstream's message, GPU counts from the pods' requests."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from typing import Any
+
+import yaml
+
+from gangsched.api.gates import FeatureGates
+from gangsched.live.dashboard import EXPLAIN_NOT_AVAILABLE, DashboardView, gpu_use, render_dashboard
+from gangsched.scheduler import Profile, Scheduler, run_until_stable
+from gangsched.store import Store
+
+from .scenarios.harness import load_objects
+
+OBJECTS = """
+- {apiVersion: v1, kind: Node, metadata: {name: n1},
+   status: {allocatable: {cpu: "32", memory: 64Gi, pods: "110", nvidia.com/gpu: "8"}}}
+- {apiVersion: v1, kind: Node, metadata: {name: n2},
+   status: {allocatable: {cpu: "32", memory: 64Gi, pods: "110", nvidia.com/gpu: "4"}}}
+- {apiVersion: v1, kind: Node, metadata: {name: cpu-only},
+   status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}}
+"""
+
+
+def group(name: str, min_count: int) -> list[dict[str, Any]]:
+    return [{
+        "apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "ml"},
+        "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}},
+    }]  # fmt: skip
+
+
+def pod(
+    name: str, group_name: str | None, gpus: int, cpu: str = "1", priority: int = 0
+) -> list[dict[str, Any]]:
+    spec: dict[str, Any] = {
+        "schedulerName": "gangsched", "priority": priority,
+        "containers": [{"name": "c", "image": "i", "resources": {
+            "requests": {"cpu": cpu, "nvidia.com/gpu": str(gpus)}, "limits": {"nvidia.com/gpu": str(gpus)}}}],
+    }  # fmt: skip
+    if group_name:
+        spec["schedulingGroup"] = {"podGroupName": group_name}
+    return [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "ml"}, "spec": spec}]
+
+
+def scheduled_store() -> tuple[Store, Scheduler]:
+    docs = yaml.safe_load(OBJECTS)
+    docs += group("a", 2) + pod("a-0", "a", 3) + pod("a-1", "a", 3)  # 6 GPUs, both will run
+    docs += group("b", 2) + pod("b-0", "b", 2) + pod("b-1", "b", 2)  # 4 GPUs, only one will run
+    docs += group("c", 2) + pod("c-0", "c", 4) + pod("c-1", "c", 4)  # 8 GPUs: 2 are left, cannot fit
+    docs += group("d", 3) + pod("d-0", "d", 1)  # 1 pod of 3: held at PreEnqueue
+    docs += pod("huge", None, 0, cpu="100", priority=1000)  # fits nowhere, first in the queue
+    gates = FeatureGates()
+    store = Store()
+    store.add_all(load_objects(docs, "dashboard", gates))
+    scheduler = Scheduler(store, gates, profile=Profile(scheduler_names=frozenset({"gangsched"})))
+    run_until_stable(store, scheduler)
+    for name in ("a-0", "a-1", "b-0"):
+        p = store.get("Pod", ("ml", name))
+        assert p.spec.nodeName, name
+        p.status.phase = "Running"
+    return store, scheduler
+
+
+class Tables(HTMLParser):
+    """Text of every table cell, by the table's class: {class: [[cell, ...], ...]} (header row first)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tables: dict[str, list[list[str]]] = {}
+        self._rows: list[list[str]] | None = None
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table":
+            self._rows = self.tables.setdefault(dict(attrs).get("class") or "", [])
+        elif tag == "tr" and self._rows is not None:
+            self._rows.append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None and self._rows is not None:
+            self._rows[-1].append("".join(self._cell).strip())
+            self._cell = None
+        elif tag == "table":
+            self._rows = None
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def tables(html: str) -> dict[str, list[list[str]]]:
+    parser = Tables()
+    parser.feed(html)
+    return parser.tables
+
+
+def column(rows: list[list[str]], name: str) -> list[str]:
+    index = rows[0].index(name)
+    return [r[index] for r in rows[1:]]
+
+
+def test_gpu_use_per_node() -> None:
+    store, _ = scheduled_store()
+    use = {u.node: u for u in gpu_use(store)}
+    assert set(use) == {"n1", "n2"}  # the node without GPUs is not listed
+    assert sum(u.progressing for u in use.values()) == 6  # gang a: both members run
+    assert sum(u.idle for u in use.values()) == 4  # gang b: bound, 1 of minCount 2 running: held
+    assert sum(u.free for u in use.values()) == 2
+    for u in use.values():
+        assert u.free == u.total - u.progressing - u.idle >= 0
+    assert (use["n1"].total, use["n2"].total) == (8, 4)
+
+
+def test_the_page() -> None:
+    store, scheduler = scheduled_store()
+    page = render_dashboard(DashboardView(store, scheduler, "gangsched", leading=True))
+    got = tables(page)
+
+    queue = got["queue"]
+    assert column(queue, "#") == ["1", "2"]
+    # The priority-1000 pod first, then gang c; gangs a and b are bound and left the queue; d is gated.
+    assert column(queue, "root") == ["ml/huge", "ml/c"]
+    assert column(queue, "kind") == ["Pod", "PodGroup"]
+    assert column(queue, "priority") == ["1000", "0"]
+    assert column(queue, "pods waiting") == ["1", "2"]
+    assert all(state in ("unschedulable", "backoff") for state in column(queue, "waits in"))
+    assert column(queue, "last reason")[1].startswith("minCount (2) cannot be satisfied")
+
+    gated = got["gated"]
+    assert column(gated, "pod") == ["ml/d-0"]
+    assert column(gated, "held because") == [scheduler.gate_messages()[("ml", "d-0")]]
+
+    gangs = {row[0]: dict(zip(got["gangs"][0], row, strict=True)) for row in got["gangs"][1:]}
+    assert set(gangs) == {"ml/a", "ml/b", "ml/c", "ml/d"}
+    assert gangs["ml/a"]["state"] == "running" and gangs["ml/a"]["bound / minCount / pods"] == "2 / 2 / 2"
+    assert gangs["ml/b"]["state"] == "admitted" and gangs["ml/b"]["running"] == "1"
+    assert gangs["ml/c"]["state"] == "pending" and gangs["ml/c"]["bound / minCount / pods"] == "0 / 2 / 2"
+    assert gangs["ml/d"]["state"] == "gated" and gangs["ml/d"]["bound / minCount / pods"] == "0 / 3 / 1"
+    assert gangs["ml/c"]["explanation"] == gangs["ml/c"]["ETA"] == EXPLAIN_NOT_AVAILABLE
+    assert gangs["ml/a"]["explanation"] == "-"
+
+    gpus = got["gpus"]
+    assert column(gpus, "node") == ["n1", "n2"]
+    totals = [
+        sum(int(v) for v in column(gpus, c)) for c in ("free", "allocated, progressing", "allocated, idle")
+    ]
+    assert totals == [2, 6, 4]
+
+
+def test_before_sync_and_standing_by() -> None:
+    page = render_dashboard(DashboardView(Store(), None, "gangsched", leading=False))
+    assert "standing by" in page and "not synced" in page
+    assert "Not synced yet" in page
+    assert "No node has GPUs" in page
+
+
+def test_names_are_escaped() -> None:
+    page = render_dashboard(DashboardView(Store(), None, "<b>x</b>", leading=True))
+    assert "<b>x</b>" not in page and "&lt;b&gt;x&lt;/b&gt;" in page
