@@ -15,4 +15,16 @@ if ! ./scripts/kube-binaries.sh >/dev/null; then
     [ "${CI:-}" != true ] || { echo "test.sh: scripts/kube-binaries.sh failed under CI=true" >&2; exit 1; }
     echo "test.sh: scripts/kube-binaries.sh failed: the live tests will be skipped" >&2
 fi
+# tests/test_deploy.py renders deploy/chart with a real helm, built once from the Go module proxy (a few minutes).
+if ! ./scripts/helm-binary.sh >/dev/null; then
+    [ "${CI:-}" != true ] || { echo "test.sh: scripts/helm-binary.sh failed under CI=true" >&2; exit 1; }
+    echo "test.sh: scripts/helm-binary.sh failed: the chart test will be skipped" >&2
+fi
+# The dashboard test drives Debian's headless chromium through its chromedriver: install them where we can.
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        { apt-get install -y -q chromium chromium-driver || { apt-get update -q && apt-get install -y -q \
+            chromium chromium-driver; }; } >/dev/null || echo "test.sh: could not install chromium" >&2
+    fi
+fi
 .venv/bin/python -m pytest "$@"

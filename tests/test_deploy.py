@@ -25,22 +25,11 @@ from gangsched.live.config import load_config
 from gangsched.live.controlplane import free_port
 
 from .conftest import REPO, as_image_user, image_env, tree_state, unavailable
+from .live.deployment import DEPLOY, NAMESPACE, deploy_objects
 
-DEPLOY = REPO / "deploy"
-NAMESPACE = "gangsched-system"
 # Labels and annotations only the chart adds (its own bookkeeping); everything else must be equal.
 CHART_ONLY_LABELS = ("helm.sh/chart", "app.kubernetes.io/managed-by")
 CHART_ONLY_ANNOTATIONS = ("checksum/config",)
-
-
-def deploy_objects() -> list[dict[str, Any]]:
-    """The objects of deploy/*.yaml, in file order (what `kubectl apply -f deploy/` creates)."""
-    return [
-        doc
-        for path in sorted(DEPLOY.glob("*.yaml"))
-        for doc in yaml.safe_load_all(path.read_text())
-        if doc is not None
-    ]
 
 
 def by_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:

@@ -26,6 +26,8 @@ from gangsched.live.controlplane import Binaries, LocalControlPlane, ManagedProc
 from gangsched.live.fakekubelet import FakeKubelet
 from gangsched.live.fakenodes import create_node
 
+from .podgroup_cases import Harness
+
 REPO = Path(__file__).resolve().parents[2]
 #: The console script installed next to the interpreter running the tests.
 GANGSCHED = str(Path(sys.executable).parent / "gangsched")
@@ -228,3 +230,25 @@ def gangsched(gangsched_launcher: _GangschedLauncher, fake_kubelet: FakeKubelet)
     proc = gangsched_launcher.start("--scheduler-name", "gangsched")
     yield proc
     proc.stop(timeout=5)
+
+
+MakeHarness = Callable[[str, str | None], Harness]
+
+
+@pytest.fixture
+def fresh_namespace(kube_client: Client) -> Iterator[MakeHarness]:
+    """Factory: a new namespace with its own 4-CPU node, pods for `scheduler_name` (None: kube-scheduler)."""
+    made: list[Harness] = []
+
+    def make(prefix: str, scheduler_name: str | None) -> Harness:
+        name = f"{prefix}-{secrets.token_hex(3)}"
+        kube_client.create(Namespace(metadata=ObjectMeta(name=name)))
+        kube_client.create(ServiceAccount(metadata=ObjectMeta(name="default", namespace=name)))
+        harness = Harness(kube_client, name, scheduler_name)
+        made.append(harness)
+        return harness
+
+    yield make
+    for harness in made:
+        harness.cleanup()
+        kube_client.delete(Namespace, harness.namespace)

@@ -8,39 +8,15 @@ rack)."""
 from __future__ import annotations
 
 import re
-import secrets
-from collections.abc import Callable, Iterator
 
 import pytest
 from lightkube import Client
-from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Namespace, ServiceAccount
 
 from gangsched.live.controlplane import ManagedProcess
 from gangsched.live.fakekubelet import FakeKubelet
 
-from .podgroup_cases import CASES, KUBE_SCHEDULER_DIFFERENCES, Checkpoints, Harness, ensure_priority_classes
-
-MakeHarness = Callable[[str, str | None], Harness]
-
-
-@pytest.fixture
-def fresh_namespace(kube_client: Client) -> Iterator[MakeHarness]:
-    """Factory: a new namespace with its own 4-CPU node, pods for `scheduler_name` (None: kube-scheduler)."""
-    made: list[Harness] = []
-
-    def make(prefix: str, scheduler_name: str | None) -> Harness:
-        name = f"{prefix}-{secrets.token_hex(3)}"
-        kube_client.create(Namespace(metadata=ObjectMeta(name=name)))
-        kube_client.create(ServiceAccount(metadata=ObjectMeta(name="default", namespace=name)))
-        harness = Harness(kube_client, name, scheduler_name)
-        made.append(harness)
-        return harness
-
-    yield make
-    for harness in made:
-        harness.cleanup()
-        kube_client.delete(Namespace, harness.namespace)
+from .conftest import MakeHarness
+from .podgroup_cases import CASES, KUBE_SCHEDULER_DIFFERENCES, Checkpoints, ensure_priority_classes
 
 
 def _report(checkpoints: Checkpoints) -> str:

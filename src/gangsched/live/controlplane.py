@@ -322,7 +322,9 @@ class LocalControlPlane:
             f"--tls-private-key-file={pki / 'apiserver.key'}",
             f"--token-auth-file={pki / 'tokens.csv'}",
             "--anonymous-auth=false",
-            "--authorization-mode=RBAC",
+            # As a real cluster: kubelets limited to their own node's objects, everyone else by RBAC
+            # (deploy/'s ServiceAccount is tested with exactly the rules it ships).
+            "--authorization-mode=Node,RBAC",
             f"--service-account-key-file={pki / 'sa.pub'}",
             f"--service-account-signing-key-file={pki / 'sa.key'}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",

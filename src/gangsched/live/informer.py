@@ -65,7 +65,10 @@ class Informer:
                 failures += 1
                 self.resumes += 1
                 delay = min(MAX_BACKOFF, 0.1 * 2**failures)
-                log.warning("watch %s: %s; again in %.1fs", self.kind, type(e).__name__, delay)
+                # An HTTP status says why (403: this account may not list or watch the kind); a transport
+                # error's class is enough.
+                why = str(e) if isinstance(e, httpx.HTTPStatusError) else type(e).__name__
+                log.warning("watch %s: %s; again in %.1fs", self.kind, why, delay)
                 await asyncio.sleep(delay)
 
     async def _watch(self) -> None:

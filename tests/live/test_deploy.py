@@ -1,0 +1,610 @@
+"""deploy/ on the real API server (RBAC on): gangsched runs as the deployed ServiceAccount, from the installed
+wheel, with the in-cluster configuration (tests/live/deployment.py), and
+
+- every scheduling case of the side-by-side suite reaches upstream's outcome as that account;
+- two replicas elect a leader, and the other takes over when the leader is killed;
+- every rule of its ClusterRole and Role is needed: without it, something named breaks;
+- the account cannot read Secrets or write Nodes;
+- the pod template passes the namespace's Pod Security "restricted" admission;
+- the dashboard, loaded in a real headless Chromium, shows the queue, the gangs and GPUs per node.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import secrets
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from lightkube import Client
+from lightkube.resources.core_v1 import Pod
+from lightkube.types import PatchType
+
+from gangsched.live.controlplane import LocalControlPlane, ManagedProcess, free_port
+from gangsched.live.fakekubelet import FakeKubelet
+
+from ..conftest import unavailable
+from .deployment import NAMESPACE, PodFiles, container_args, in_cluster_replica, install_deploy, put_object
+from .podgroup_cases import CASES, Harness, ensure_priority_classes
+from .test_apiserver import wait_for
+from .test_gangsched_run import _get, _metric
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="replicas need a mount namespace (root)")
+
+
+@pytest.fixture(scope="module")
+def deployed(control_plane: LocalControlPlane) -> Iterator[list[dict[str, Any]]]:
+    """deploy/*.yaml installed (the Deployment too: with no controller-manager it makes no pods)."""
+    objects = install_deploy(control_plane)
+    yield objects
+    # The ClusterRole as deployed, whatever a test did to it.
+    for obj in objects:
+        if obj["kind"] in ("ClusterRole", "Role"):
+            put_object(control_plane, obj)
+
+
+@pytest.fixture(scope="module")
+def pod_files(control_plane: LocalControlPlane, deployed: list[dict[str, Any]]) -> Iterator[PodFiles]:
+    files = PodFiles(control_plane, deployed)
+    yield files
+    files.remove()
+
+
+class Replicas:
+    """Starts replicas of the Deployment; what it started is stopped at the end of the test."""
+
+    def __init__(self, cp: LocalControlPlane, gangsched: Path, files: PodFiles, objects: list[dict[str, Any]],
+                 logs: Path) -> None:  # fmt: skip
+        self.cp, self.gangsched, self.files, self.objects, self.logs = cp, gangsched, files, objects, logs
+        self.started: list[ManagedProcess] = []
+
+    def start(self, *flags: str) -> tuple[ManagedProcess, int]:
+        """A replica with the Deployment's args (its config file where the ConfigMap is mounted) and
+        `flags` on top; listening on 127.0.0.1 (many replicas share this host). Returns it and its port."""
+        port = free_port()
+        args = [
+            a.replace("/etc/gangsched/config.yaml", str(self.files.config))
+            for a in container_args(self.objects)
+        ]
+        args += ["--bind-address=127.0.0.1", f"--metrics-port={port}", *flags]
+        log = self.logs / f"replica-{len(self.started) + 1}-{port}.log"
+        proc = in_cluster_replica(self.cp, self.gangsched, self.files, args, log)
+        self.started.append(proc)
+        return proc, port
+
+    def stop_all(self) -> None:
+        for proc in self.started:
+            proc.stop(timeout=5)
+
+
+@pytest.fixture
+def replicas(
+    control_plane: LocalControlPlane,
+    installed_gangsched: Path,
+    pod_files: PodFiles,
+    deployed: list[dict[str, Any]],
+    tmp_path: Path,
+) -> Iterator[Replicas]:
+    r = Replicas(control_plane, installed_gangsched, pod_files, deployed, tmp_path)
+    yield r
+    r.stop_all()
+
+
+LEASE = f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/gangsched"
+FAST_LEASE = ["--leader-elect-lease-duration=4", "--leader-elect-renew-deadline=3",
+              "--leader-elect-retry-period=0.5"]  # fmt: skip
+
+
+def _scheduler_name() -> str:
+    return f"gs-sa-{secrets.token_hex(3)}"
+
+
+# --- all scheduling cases, as the ServiceAccount ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sa_scheduler(
+    control_plane: LocalControlPlane,
+    installed_gangsched: Path,
+    pod_files: PodFiles,
+    deployed: list[dict[str, Any]],
+    fake_kubelet: FakeKubelet,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[str, ManagedProcess, int]]:
+    """One replica (no leader election) for the cases below: (its scheduler name, process, port)."""
+    r = Replicas(control_plane, installed_gangsched, pod_files, deployed, tmp_path_factory.mktemp("sa"))
+    name = _scheduler_name()
+    proc, port = r.start(f"--scheduler-name={name}", "--no-leader-elect")
+    wait_for("the replica is ready", lambda: _get(f"http://127.0.0.1:{port}/readyz")[0] == 200, 60)
+    yield name, proc, port
+    r.stop_all()
+
+
+@pytest.fixture
+def harness(fresh_namespace: Callable[[str, str | None], Harness]) -> Callable[[str, str], Harness]:
+    return fresh_namespace
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_every_case_as_the_service_account(
+    case: str,
+    kube_client: Client,
+    sa_scheduler: tuple[str, ManagedProcess, int],
+    harness: Callable[[str, str], Harness],
+) -> None:
+    name, proc, _ = sa_scheduler
+    ensure_priority_classes(kube_client)
+    checkpoints = CASES[case](harness(f"sa-{case}"[:40], name))
+    failed = [(n, want, got) for n, want, got in checkpoints if want != got]
+    assert not failed, f"{failed}\n{proc.log_tail()}"
+    assert "403" not in proc.log_path.read_text(), proc.log_tail()  # nothing it tried was forbidden
+
+
+# --- installed as deployed: two replicas, leader election, hand-over ----------------------------------------
+
+
+def test_two_replicas_elect_a_leader_and_hand_over(
+    kube_client: Client,
+    replicas: Replicas,
+    harness: Callable[[str, str], Harness],
+    control_plane: LocalControlPlane,
+) -> None:
+    name = _scheduler_name()
+    started = [replicas.start(f"--scheduler-name={name}", *FAST_LEASE) for _ in range(2)]
+    ports = [port for _, port in started]
+
+    def leaders() -> list[int]:
+        master = "gangsched_leader_election_master_status"
+        return [i for i, p in enumerate(ports) if _metric(_get(f"http://127.0.0.1:{p}/metrics")[1], master)]
+
+    for path in ("healthz", "readyz"):  # a standby is alive and ready too
+        wait_for(f"both {path}", lambda path=path: all(_get(f"http://127.0.0.1:{p}/{path}")[0] == 200
+                                                       for p in ports), 60)  # fmt: skip
+    (first,) = wait_for("one leader", leaders, 30)
+    other = 1 - first
+    # The Lease the deployed Role allows, in the deployed namespace, held by the leader.
+    code, lease = control_plane.request("GET", LEASE)
+    assert code == 200 and lease["spec"]["holderIdentity"], lease
+
+    h = harness("sa-handover", name)
+    h.group("a", 2)
+    for i in range(2):
+        h.pod(f"a-{i}", "a")
+    wait_for("gang a bound", lambda: all(h.outcome().bound.values()) and len(h.outcome().bound) == 2)
+    started[first][0].stop(timeout=0)  # kill -9: the Lease is not released; the other waits for it to expire
+    wait_for("the other replica leads", lambda: leaders() == [other], 30)
+    h.group("b", 2)
+    for i in range(2):
+        h.pod(f"b-{i}", "b")
+    wait_for("gang b bound", lambda: all(h.outcome().bound.values()) and len(h.outcome().bound) == 4)
+    success = _metric(
+        _get(f"http://127.0.0.1:{ports[other]}/metrics")[1], 'gangsched_bindings_total{result="success"}'
+    )
+    assert success == 2  # gang b, by the new leader
+    code, lease = control_plane.request("GET", LEASE)
+    assert lease["spec"]["leaseTransitions"] >= 1
+
+
+# --- least privilege --------------------------------------------------------------------------------------
+
+
+def _access(cp: LocalControlPlane, files: PodFiles, attributes: dict[str, str]) -> bool:
+    """SelfSubjectAccessReview as the ServiceAccount: may it do this?"""
+    body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": attributes}}  # fmt: skip
+    code, answer = _as_account(
+        cp, files, "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", body
+    )
+    assert code == 201, answer
+    return bool(answer["status"]["allowed"])
+
+
+def _as_account(
+    cp: LocalControlPlane, files: PodFiles, method: str, path: str, body: Any = None
+) -> tuple[int, Any]:
+    """A request with the ServiceAccount's token instead of the admin's."""
+    admin = cp.token
+    cp.token = files.token
+    try:
+        return cp.request(method, path, body)
+    finally:
+        cp.token = admin
+
+
+def test_the_account_cannot_read_secrets_or_write_nodes(
+    control_plane: LocalControlPlane, pod_files: PodFiles, make_node: Callable[..., Any]
+) -> None:
+    node = make_node("n1", {"cpu": "1"}).metadata.name
+    for verb in ("get", "list", "watch"):
+        assert not _access(
+            control_plane, pod_files, {"verb": verb, "resource": "secrets", "namespace": NAMESPACE}
+        )
+        assert not _access(control_plane, pod_files, {"verb": verb, "resource": "secrets"})
+    for verb in ("create", "update", "patch", "delete"):
+        assert not _access(control_plane, pod_files, {"verb": verb, "resource": "nodes"})
+        assert not _access(
+            control_plane, pod_files, {"verb": verb, "resource": "nodes", "subresource": "status"}
+        )
+    # And real requests are refused.
+    assert _as_account(control_plane, pod_files, "GET", f"/api/v1/namespaces/{NAMESPACE}/secrets")[0] == 403
+    assert _as_account(control_plane, pod_files, "GET", "/api/v1/secrets")[0] == 403
+    patch = {"metadata": {"labels": {"touched": "yes"}}}
+    code, _ = _as_account(control_plane, pod_files, "PUT", f"/api/v1/nodes/{node}", patch)
+    assert code == 403
+    # What it needs, it has (so the refusals above are about the resource, not a broken token).
+    assert _access(control_plane, pod_files, {"verb": "list", "resource": "nodes"})
+    assert _as_account(control_plane, pod_files, "GET", "/api/v1/nodes?limit=1")[0] == 200
+
+
+# --- every rule is needed -----------------------------------------------------------------------------------
+
+
+def _rule_key(role_kind: str, rule: dict[str, Any]) -> str:
+    """`ClusterRole: pods/binding create` — a rule by what it grants."""
+    groups = ",".join(g or "core" for g in rule["apiGroups"])
+    return f"{role_kind}: {groups} {','.join(rule['resources'])} {','.join(rule['verbs'])}"
+
+
+class Probe:
+    """One run of a replica under a reduced role, and what it shows."""
+
+    def __init__(self, cp: LocalControlPlane, client: Client, replicas: Replicas, h: Harness, name: str,
+                 fake_kubelet: FakeKubelet) -> None:  # fmt: skip
+        self.cp, self.client, self.replicas, self.h, self.name = cp, client, replicas, h, name
+        self.proc: ManagedProcess | None = None
+        self.port = 0
+
+    def start(self, *flags: str) -> None:
+        self.proc, self.port = self.replicas.start(f"--scheduler-name={self.name}", *flags)
+
+    def metric(self, line: str) -> float:
+        return _metric(_get(f"http://127.0.0.1:{self.port}/metrics")[1], line)
+
+    def ready(self) -> bool:
+        return _get(f"http://127.0.0.1:{self.port}/readyz")[0] == 200
+
+    def log(self) -> str:
+        assert self.proc is not None
+        return self.proc.log_path.read_text()
+
+    def events(self) -> set[tuple[str, str]]:
+        code, answer = self.cp.request("GET", f"/apis/events.k8s.io/v1/namespaces/{self.h.namespace}/events")
+        assert code == 200, answer
+        return {
+            (e["regarding"]["name"], e["reason"])
+            for e in answer["items"]
+            if e["reportingController"] == self.name
+        }
+
+    def pod_condition(self, pod: str) -> Any:
+        p = self.client.get(Pod, pod, namespace=self.h.namespace)
+        return next((c for c in (p.status.conditions or []) if c.type == "PodScheduled"), None)
+
+
+def hold(what: str, check: Callable[[], bool], seconds: float) -> None:
+    """`check()` stays true for `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert check(), f"no longer true: {what}"
+        time.sleep(0.25)
+
+
+def broken_informer(kind: str) -> Callable[[Probe], None]:
+    def probe(p: Probe) -> None:
+        p.start("--no-leader-elect")
+        wait_for(f"the {kind} informer refused", lambda: f"watch {kind}: list {kind}: 403" in p.log(), 30)
+        hold("not ready: the informers never sync", lambda: not p.ready(), 3)
+
+    return probe
+
+
+def gang_of_two(p: Probe) -> None:
+    p.h.group("g", 2)
+    for i in range(2):
+        p.h.pod(f"g-{i}", "g")
+
+
+def broken_binding(p: Probe) -> None:
+    p.start("--no-leader-elect")
+    gang_of_two(p)
+    wait_for("bindings refused", lambda: p.metric('gangsched_bindings_total{result="failure"}') >= 2, 30)
+    hold("the gang stays unbound", lambda: not any(p.h.outcome().bound.values()), 2)
+
+
+def broken_pod_status(p: Probe) -> None:
+    p.start("--no-leader-elect")
+    p.h.pod("too-big", cpu="8")  # the node has 4
+    wait_for(
+        "an unschedulable attempt",
+        lambda: p.metric('gangsched_schedule_attempts_total{result="unschedulable"}'),
+    )
+    hold("no PodScheduled condition on the pod", lambda: p.pod_condition("too-big") is None, 3)
+    assert "condition PodScheduled on Pod" in p.log() and "403" in p.log()
+
+
+def broken_group_status(p: Probe) -> None:
+    p.start("--no-leader-elect")
+    gang_of_two(p)
+    wait_for("the gang bound", lambda: all(p.h.outcome().bound.values()) and len(p.h.outcome().bound) == 2)
+    hold("no PodGroupInitiallyScheduled on the PodGroup", lambda: p.h.outcome().groups == {"g": None}, 3)
+
+
+def preempting_gang(p: Probe) -> None:
+    """A priority-100 gang of 3 x 1 CPU on the 4-CPU node, where a priority-10 pod holds 2 CPUs."""
+    ensure_priority_classes(p.client)
+    p.h.group("g", 3, priority_class="gs-test-high")
+    for i in range(3):
+        p.h.pod(f"g-{i}", "g", priority_class="gs-test-high")
+
+
+def broken_eviction(p: Probe) -> None:
+    p.start("--no-leader-elect")
+    p.h.blocker("blocker", "2", priority_class="gs-test-low")
+    preempting_gang(p)
+    wait_for(
+        "an eviction refused", lambda: p.metric('gangsched_preemption_victims_total{result="failed"}'), 30
+    )
+    hold(
+        "the victim stays, the gang waits",
+        lambda: p.h.outcome().bound == {"blocker": True, **{f"g-{i}": False for i in range(3)}},
+        3,
+    )
+
+
+def broken_delete(p: Probe) -> None:
+    p.start("--no-leader-elect")
+    p.h.pdb("protect", {"app": "protected"})
+    p.h.blocker("protected", "2", priority_class="gs-test-low", labels={"app": "protected"}, running=True)
+    preempting_gang(p)
+    # The budget refuses the eviction (429); the victim must then be deleted, which is refused.
+    wait_for(
+        "the deletion refused", lambda: p.metric('gangsched_preemption_victims_total{result="failed"}'), 30
+    )
+    hold("the protected victim stays", lambda: p.h.outcome().bound.get("protected") is True, 3)
+
+
+def broken_events(p: Probe) -> None:
+    p.start("--no-leader-elect")
+    gang_of_two(p)
+    wait_for("the gang bound", lambda: all(p.h.outcome().bound.values()) and len(p.h.outcome().bound) == 2)
+    hold("no Scheduled events", lambda: not p.events(), 3)
+
+
+def broken_lease(p: Probe) -> None:
+    p.start("--leader-elect", *FAST_LEASE)
+    wait_for("the Lease refused", lambda: "403" in p.log(), 30)
+    hold("never leads", lambda: p.metric("gangsched_leader_election_master_status") == 0, 3)
+    gang_of_two(p)
+    hold("and schedules nothing", lambda: not any(p.h.outcome().bound.values()), 2)
+
+
+#: What breaks without each rule of deploy/10-rbac.yaml.
+BREAKS: dict[str, tuple[str, Callable[[Probe], None]]] = {
+    "ClusterRole: core nodes list,watch":
+        ("the Node informer cannot list: never ready", broken_informer("Node")),
+    "ClusterRole: core pods get,list,watch":
+        ("the Pod informer cannot list: never ready", broken_informer("Pod")),
+    "ClusterRole: scheduling.k8s.io podgroups,compositepodgroups,workloads,priorityclasses list,watch":
+        ("the PriorityClass informer cannot list: never ready", broken_informer("PriorityClass")),
+    "ClusterRole: policy poddisruptionbudgets list,watch":
+        ("the PodDisruptionBudget informer cannot list: never ready", broken_informer("PodDisruptionBudget")),
+    "ClusterRole: core pods/binding create": ("no pod is bound", broken_binding),
+    "ClusterRole: core pods/status patch": ("a pod never says why it waits", broken_pod_status),
+    "ClusterRole: scheduling.k8s.io podgroups/status,compositepodgroups/status patch":
+        ("a bound gang's PodGroup never says it is scheduled", broken_group_status),
+    "ClusterRole: core pods/eviction create": ("a preemption victim is not evicted", broken_eviction),
+    "ClusterRole: core pods delete": ("a victim its budget protects is not removed", broken_delete),
+    "ClusterRole: events.k8s.io events create": ("no Events", broken_events),
+    "Role: coordination.k8s.io leases create": ("no Lease, no leader", broken_lease),
+    "Role: coordination.k8s.io leases get,update": ("no Lease, no leader", broken_lease),
+}  # fmt: skip
+
+
+def test_every_rule_has_a_test(deployed: list[dict[str, Any]]) -> None:
+    rules = [
+        _rule_key(o["kind"], r) for o in deployed if o["kind"] in ("ClusterRole", "Role") for r in o["rules"]
+    ]
+    assert sorted(rules) == sorted(BREAKS)
+
+
+@pytest.fixture
+def make_probe(
+    control_plane: LocalControlPlane,
+    kube_client: Client,
+    replicas: Replicas,
+    harness: Callable[[str, str], Harness],
+    fake_kubelet: FakeKubelet,
+) -> Callable[[str], Probe]:
+    """Factory: a Probe in a fresh namespace (and node) for a new scheduler name, with no Lease left over
+    (the Lease's create rule matters only when there is none yet)."""
+
+    def make(prefix: str) -> Probe:
+        control_plane.request("DELETE", LEASE)
+        name = _scheduler_name()
+        return Probe(control_plane, kube_client, replicas, harness(prefix, name), name, fake_kubelet)
+
+    return make
+
+
+@pytest.mark.parametrize("rule", list(BREAKS))
+def test_without_the_rule_something_breaks(
+    rule: str,
+    control_plane: LocalControlPlane,
+    deployed: list[dict[str, Any]],
+    make_probe: Callable[[str], Probe],
+) -> None:
+    kind = rule.split(":")[0]
+    (role,) = [o for o in deployed if o["kind"] == kind]
+    reduced = copy.deepcopy(role)
+    reduced["rules"] = [r for r in role["rules"] if _rule_key(kind, r) != rule]
+    assert len(reduced["rules"]) == len(role["rules"]) - 1
+    p = make_probe("rbac")
+    put_object(control_plane, reduced)
+    try:
+        _, probe = BREAKS[rule]
+        probe(p)
+    finally:
+        put_object(control_plane, role)
+
+
+def test_with_every_rule_nothing_of_that_breaks(
+    deployed: list[dict[str, Any]], make_probe: Callable[[str], Probe]
+) -> None:
+    """The control for the test above: with the roles as deployed, each of those things works."""
+    p = make_probe("rbac-ok")
+    p.start("--leader-elect", *FAST_LEASE)
+    wait_for(
+        "ready and leading",
+        lambda: p.ready() and p.metric("gangsched_leader_election_master_status") == 1,
+        30,
+    )
+    gang_of_two(p)
+    p.h.pod("too-big", cpu="8")
+    wait_for(
+        "the gang bound and its PodGroup scheduled",
+        lambda: p.h.outcome().groups == {"g": ("True", "Scheduled")} and p.h.outcome().bound["g-0"],
+    )
+    wait_for(
+        "the too-big pod says why", lambda: (c := p.pod_condition("too-big")) and c.reason == "Unschedulable"
+    )
+    wait_for("Scheduled events", lambda: {("g-0", "Scheduled"), ("g-1", "Scheduled")} <= p.events())
+    assert "403" not in p.log()
+
+
+# --- the dashboard in a real browser ----------------------------------------------------------------------
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    """Debian's headless chromium through its chromedriver (Selenium); nothing downloaded."""
+    if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
+        unavailable("chromium and chromium-driver (apt) are not installed")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1400,1000"):  # fmt: skip
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def _gpu_pod(h: Harness, name: str, group: str, gpus: int, scheduler: str) -> None:
+    resources = {
+        "requests": {"cpu": "1", "nvidia.com/gpu": str(gpus)},
+        "limits": {"nvidia.com/gpu": str(gpus)},
+    }
+    h.create({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": {
+        "schedulerName": scheduler, "schedulingGroup": {"podGroupName": group},
+        "nodeSelector": {"gangsched.test/namespace": h.namespace},
+        "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10", "resources": resources}],
+    }})  # fmt: skip
+
+
+def test_the_dashboard_in_a_browser(
+    kube_client: Client,
+    replicas: Replicas,
+    harness: Callable[[str, str], Harness],
+    browser: Any,
+    tmp_path: Path,
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    from gangsched.live.fakenodes import create_node
+
+    name = _scheduler_name()
+    h = harness("dashboard", name)
+    for suffix in ("gpu-a", "gpu-b"):
+        capacity = {"cpu": "32", "memory": "64Gi", "nvidia.com/gpu": "8"}
+        create_node(
+            kube_client, f"{h.namespace}-{suffix}", capacity, labels={"gangsched.test/namespace": h.namespace}
+        )
+        h.nodes.append(f"{h.namespace}-{suffix}")
+    _, port = replicas.start(f"--scheduler-name={name}", "--no-leader-elect")
+    wait_for("ready", lambda: _get(f"http://127.0.0.1:{port}/readyz")[0] == 200, 60)
+    h.group("train", 2)  # 2 x 8 GPUs: both nodes, runs
+    h.group("tune", 2)  # 2 x 4 GPUs: nothing left, waits
+    h.group("eval", 3)  # 1 pod of 3: held at PreEnqueue
+    for i in range(2):
+        _gpu_pod(h, f"train-{i}", "train", 8, name)
+        _gpu_pod(h, f"tune-{i}", "tune", 4, name)
+    _gpu_pod(h, "eval-0", "eval", 1, name)
+    wait_for("train bound", lambda: h.outcome().bound.get("train-0") and h.outcome().bound.get("train-1"))
+    # A kubelet would report one member running; the other is still starting: the gang is below minCount
+    # running, so its 16 GPUs are allocated but idle except ... none: progressing needs minCount running.
+    kube_client.patch(Pod.Status, "train-0", {"status": {"phase": "Running"}}, namespace=h.namespace,
+                      patch_type=PatchType.MERGE)  # fmt: skip
+
+    url = f"http://127.0.0.1:{port}/"
+    browser.get(url)
+    wait_for(
+        "the page shows tune waiting",
+        lambda: browser.get(url) or f"{h.namespace}/tune" in browser.page_source,
+    )
+
+    def rows(css: str) -> list[list[str]]:
+        table = browser.find_element(By.CSS_SELECTOR, f"table.{css}")
+        return [
+            [c.text for c in r.find_elements(By.CSS_SELECTOR, "td")]
+            for r in table.find_elements(By.CSS_SELECTOR, "tbody tr")
+        ]
+
+    queue = rows("queue")
+    assert [r[0] for r in queue] == [str(i) for i in range(1, len(queue) + 1)]  # positions
+    assert [r[2] for r in queue] == [f"{h.namespace}/tune"]
+    assert "minCount (2) cannot be satisfied" in queue[0][7]
+    assert [r[0] for r in rows("gated")] == [f"{h.namespace}/eval-0"]
+    gangs = {r[0].split("/")[1]: r for r in rows("gangs")}
+    assert gangs["train"][1] == "admitted" and gangs["train"][2] == "2 / 2 / 2" and gangs["train"][3] == "1"
+    assert gangs["tune"][1] == "pending" and "not available" in gangs["tune"][5]
+    assert gangs["eval"][1] == "gated"
+    gpus = {r[0]: r[1:5] for r in rows("gpus") if r[0].startswith(h.namespace)}
+    # Each node: 8 GPUs, all held by one train member; one member of two runs: below minCount, so idle.
+    assert sorted(gpus.values()) == [["8", "0", "0", "8"], ["8", "0", "0", "8"]]
+
+    kube_client.patch(Pod.Status, "train-1", {"status": {"phase": "Running"}}, namespace=h.namespace,
+                      patch_type=PatchType.MERGE)  # fmt: skip
+    browser.get(url)
+
+    def mine() -> list[list[str]]:
+        return sorted(r[1:5] for r in rows("gpus") if r[0].startswith(h.namespace))
+
+    wait_for("both running: progressing", lambda: browser.get(url) or mine() == [["8", "0", "8", "0"]] * 2)
+    assert {r[0].split("/")[1]: r[1] for r in rows("gangs")}["train"] == "running"
+    shot = tmp_path / "dashboard.png"
+    assert browser.save_screenshot(str(shot))
+    artifacts = Path(os.environ.get("GANGSCHED_ARTIFACTS", Path(__file__).resolve().parents[2] / "out"))
+    artifacts.mkdir(parents=True, exist_ok=True)
+    shutil.copy(shot, artifacts / "dashboard.png")
+    assert shot.stat().st_size > 10_000
+
+
+def test_the_pod_template_passes_restricted_pod_security(
+    control_plane: LocalControlPlane, deployed: list[dict[str, Any]]
+) -> None:
+    """The namespace enforces Pod Security `restricted`; a pod from the Deployment's template is admitted
+    (server-side dry run), and the same pod without its securityContext is refused: the check is on."""
+    (deployment,) = [o for o in deployed if o["kind"] == "Deployment"]
+    template = deployment["spec"]["template"]
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "template-check", **template["metadata"]},
+           "spec": template["spec"]}  # fmt: skip
+    path = f"/api/v1/namespaces/{NAMESPACE}/pods?dryRun=All"
+    code, answer = control_plane.request("POST", path, pod)
+    assert code == 201, answer
+    loose = copy.deepcopy(pod)
+    del loose["spec"]["securityContext"]
+    del loose["spec"]["containers"][0]["securityContext"]
+    code, answer = control_plane.request("POST", path, loose)
+    assert code == 403 and 'violates PodSecurity "restricted' in answer["message"], answer
