@@ -96,7 +96,10 @@ def as_image_user(args: list[str]) -> list[str]:
     """`args` run as the image's non-root user with no supplementary groups (setpriv, util-linux)."""
     if os.geteuid() != 0:
         return args  # already not root
-    return ["setpriv", f"--reuid={IMAGE_UID}", f"--regid={IMAGE_UID}", "--clear-groups", *args]
+    # A change of user clears the parent-death signal a ManagedProcess sets: set it again, so a test run that
+    # is killed leaves nothing running.
+    return ["setpriv", f"--reuid={IMAGE_UID}", f"--regid={IMAGE_UID}", "--clear-groups", "--pdeathsig=KILL",
+            *args]  # fmt: skip
 
 
 def image_env(home: Path) -> dict[str, str]:

@@ -189,7 +189,11 @@ def _gang_section(view: DashboardView) -> str:
         else:
             state = "pending"
         cond = _condition(pg, "PodGroupInitiallyScheduled")
-        message = f"{cond.status}/{cond.reason}: {cond.message}" if cond is not None else "-"
+        message = (
+            "-"
+            if cond is None
+            else f"{cond.status}/{cond.reason}" + (f": {cond.message}" if cond.message else "")
+        )
         explain = EXPLAIN_NOT_AVAILABLE if state in ("pending", "gated") else "-"
         rows.append([
             _e(f"{group[0]}/{group[1]}"), f'<span class="state {state}">{state}</span>',
