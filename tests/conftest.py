@@ -84,12 +84,22 @@ def installed_gangsched() -> Iterator[Path]:
         pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
         subprocess.run([*pip, "wheel", "--no-deps", "-w", str(wheels), str(REPO)], check=True, timeout=600)
         (wheel,) = wheels.glob("gangsched-*.whl")
-        subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, timeout=120)
+        subprocess.run([_system_python(), "-m", "venv", str(root / "venv")], check=True, timeout=120)
         venv_pip = [str(root / "venv/bin/python"), "-m", "pip", "--disable-pip-version-check", "-q"]
         subprocess.run([*venv_pip, "install", str(wheel)], check=True, timeout=600)
         yield root / "venv/bin/gangsched"
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _system_python() -> str:
+    """The interpreter for the clean venv: the system's (/usr/bin, readable by every user, as the image's
+    is) when it is recent enough and has venv; else this one (which may live where uid 65532 cannot read)."""
+    system = "/usr/bin/python3"
+    check = "import sys, venv, ensurepip; assert sys.version_info >= (3, 11)"
+    if Path(system).exists() and subprocess.run([system, "-c", check], capture_output=True).returncode == 0:
+        return system
+    return sys.executable
 
 
 def as_image_user(args: list[str]) -> list[str]:

@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx2 as httpx
 
-from .kube import KubeApi, micro_time
+from .kube import ApiStatus, KubeApi, micro_time
 
 __all__ = ["LeaderElector", "LeadershipLost"]
 
@@ -65,6 +65,7 @@ class LeaderElector:
         self.leading = False
         self._observed: _Observed | None = None
         self._renewed_at = 0.0
+        self._last_refusal = ""
 
     async def acquire(self) -> None:
         while not await self._try():
@@ -120,8 +121,11 @@ class LeaderElector:
                 "spec": self._spec(0, None),
             }
             made = await self.api.create("Lease", self.namespace, body)
+            if made.code not in (201, 409):  # 409: another replica created it first
+                self._refused("create", made)
             return self._won(made.code == 201)
         if not got.ok:
+            self._refused("get", got)
             return False
         lease = got.body
         spec = lease.get("spec") or {}
@@ -138,7 +142,18 @@ class LeaderElector:
         lease["spec"] = self._spec(transitions, acquired)
         # The resourceVersion read travels with the update: a concurrent writer makes this 409.
         put = await self.api.replace("Lease", self.namespace, self.name, lease)
+        if put.code not in (200, 409):  # 409: another replica wrote it first
+            self._refused("update", put)
         return self._won(put.code == 200)
+
+    def _refused(self, verb: str, status: ApiStatus) -> None:
+        """Say why the Lease cannot be had (403: the account may not), once per distinct answer, as
+        client-go's leaderelection logs its failures to acquire."""
+        message = status.body.get("message", "") if isinstance(status.body, dict) else ""
+        said = f"lease {self.namespace}/{self.name}: {verb}: {status.code} {status.reason} {message}".rstrip()
+        if said != self._last_refusal:
+            self._last_refusal = said
+            log.warning("%s", said)
 
     def _won(self, ok: bool) -> bool:
         if ok:
