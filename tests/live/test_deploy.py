@@ -342,7 +342,6 @@ def broken_group_status(p: Probe) -> None:
 
 def preempting_gang(p: Probe) -> None:
     """A priority-100 gang of 3 x 1 CPU on the 4-CPU node, where a priority-10 pod holds 2 CPUs."""
-    ensure_priority_classes(p.client)
     p.h.group("g", 3, priority_class="gs-test-high")
     for i in range(3):
         p.h.pod(f"g-{i}", "g", priority_class="gs-test-high")
@@ -430,6 +429,7 @@ def make_probe(
     (the Lease's create rule matters only when there is none yet)."""
 
     def make(prefix: str) -> Probe:
+        ensure_priority_classes(kube_client)
         control_plane.request("DELETE", LEASE)
         name = _scheduler_name()
         return Probe(control_plane, kube_client, replicas, harness(prefix, name), name, fake_kubelet)
