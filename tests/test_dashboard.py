@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from gangsched.api.gates import FeatureGates
-from gangsched.live.dashboard import EXPLAIN_NOT_AVAILABLE, DashboardView, gpu_use, render_dashboard
+from gangsched.live.dashboard import DashboardView, gpu_use, render_dashboard
 from gangsched.scheduler import Profile, Scheduler, run_until_stable
 from gangsched.store import Store
 
@@ -135,7 +135,7 @@ def test_the_page() -> None:
 
     gated = got["gated"]
     assert column(gated, "pod") == ["ml/d-0"]
-    assert column(gated, "held because") == [scheduler.gate_messages()[("ml", "d-0")]]
+    assert column(gated, "held because") == [scheduler.gate_of(("ml", "d-0"))]
 
     gangs = {row[0]: dict(zip(got["gangs"][0], row, strict=True)) for row in got["gangs"][1:]}
     assert set(gangs) == {"ml/a", "ml/b", "ml/c", "ml/d"}
@@ -143,8 +143,13 @@ def test_the_page() -> None:
     assert gangs["ml/b"]["state"] == "admitted" and gangs["ml/b"]["running"] == "1"
     assert gangs["ml/c"]["state"] == "pending" and gangs["ml/c"]["bound / minCount / pods"] == "0 / 2 / 2"
     assert gangs["ml/d"]["state"] == "gated" and gangs["ml/d"]["bound / minCount / pods"] == "0 / 3 / 1"
-    assert gangs["ml/c"]["explanation"] == gangs["ml/c"]["ETA"] == EXPLAIN_NOT_AVAILABLE
-    assert gangs["ml/a"]["explanation"] == "-"
+    # What `gangsched explain` says: c is second in the queue, behind the priority-1000 pod; with no run-time
+    # estimate for anything running, its start cannot be planned.
+    assert "queue position: 2 of 2 (behind ml/huge)" in gangs["ml/c"]["explanation"]
+    assert "nvidia.com/gpu" in gangs["ml/c"]["explanation"]
+    assert gangs["ml/c"]["ETA"] == "unknown within the planning window"
+    assert gangs["ml/d"]["explanation"] == f"scheduler: {scheduler.gate_of(('ml', 'd-0'))}"
+    assert gangs["ml/a"]["explanation"] == gangs["ml/a"]["ETA"] == "-"
 
     gpus = got["gpus"]
     assert column(gpus, "node") == ["n1", "n2"]

@@ -574,7 +574,8 @@ def test_the_dashboard_in_a_browser(
     assert [r[0] for r in rows("gated")] == [f"{h.namespace}/eval-0"]
     gangs = {r[0].split("/")[1]: r for r in rows("gangs")}
     assert gangs["train"][1] == "admitted" and gangs["train"][2] == "2 / 2 / 2" and gangs["train"][3] == "1"
-    assert gangs["tune"][1] == "pending" and "not available" in gangs["tune"][5]
+    assert gangs["tune"][1] == "pending" and "queue position: 1 of 1" in gangs["tune"][5]  # gangsched explain
+    assert gangs["tune"][6] == "unknown within the planning window"  # nothing running has a run-time estimate
     assert gangs["eval"][1] == "gated"
     gpus = {r[0]: r[1:5] for r in rows("gpus") if r[0].startswith(h.namespace)}
     # Each node: 8 GPUs, all held by one train member; one member of two runs: below minCount, so idle.

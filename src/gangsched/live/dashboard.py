@@ -5,8 +5,10 @@
 Three sections, from the scheduler's own state (the same Store and queue it decides from, nothing fetched):
 - the queue in the order roots are tried (priority, then creation), with positions, where each waits
   (active, backoff, unschedulable, in-flight) and why; pods held at PreEnqueue below it, with their reason;
-- each gang (PodGroup with pods of ours): bound / minCount / pods, its state and condition message;
-  the explanation and ETA of a waiting gang are shown as not available until the engine can explain;
+- each gang (PodGroup with pods of ours): bound / minCount / pods, its state and condition message; for a
+  waiting gang, what `gangsched explain` says (scheduler/explain.py: failing checks, shortfall, what would be
+  evicted, queue position) and its estimated start from the conservative plan of the queue (the first
+  EXPLAIN_LIMIT waiting gangs in queue order: explaining runs the core dry, so it is bounded per page);
 - GPUs per node (extended resources named `<vendor>/gpu`): free, allocated to pods that are progressing
   (Running, and their gang has minCount members running), and allocated but idle (bound pods not running,
   or members of a gang with fewer than minCount running: held, not used).
@@ -25,14 +27,16 @@ from typing import Any
 
 from ..api.quantity import milli
 from ..scheduler import Scheduler
+from ..scheduler.explain import explain, queue_order
+from ..scheduler.explain import render as render_explanation
 from ..scheduler.podinfo import is_terminal
 from ..scheduler.resources import pod_requests
-from ..store.store import Store
+from ..store.store import EPOCH, Store
 
-__all__ = ["EXPLAIN_NOT_AVAILABLE", "DashboardView", "GpuUse", "gpu_use", "render_dashboard"]
+__all__ = ["EXPLAIN_LIMIT", "DashboardView", "GpuUse", "gpu_use", "render_dashboard"]
 
 REFRESH_SECONDS = 5
-EXPLAIN_NOT_AVAILABLE = "not available (this version cannot explain a wait or estimate when it ends)"
+EXPLAIN_LIMIT = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +132,6 @@ def _queue_section(view: DashboardView) -> str:
     waiting = scheduler.waiting_pods()
     per_root: Counter[tuple[str, str, str]] = Counter()
     gated_rows = []
-    gate_messages = scheduler.gate_messages()
     for key, where in sorted(waiting.items()):
         pod = store.get("Pod", key)
         if pod is None:
@@ -136,11 +139,9 @@ def _queue_section(view: DashboardView) -> str:
         group = _group_of(pod)
         if where == "gated":
             gated_rows.append([_e(f"{key[0]}/{key[1]}"), _e(group[1] if group else "-"),
-                               _e(gate_messages.get(key, ""))])  # fmt: skip
+                               _e(scheduler.gate_of(key) or "")])  # fmt: skip
             continue
-        root_key = scheduler.root_of(key)
-        if root_key is not None:
-            per_root[root_key] += 1
+        per_root[scheduler.root_of(scheduler.pod(key))] += 1
     rows = []
     for position, root in enumerate(scheduler.queue.in_order(), start=1):
         kind, ns, name = root.key
@@ -163,7 +164,46 @@ def _queue_section(view: DashboardView) -> str:
     return f"{queue}<h3>Held before the queue (PreEnqueue)</h3>{gated}"
 
 
-def _gang_section(view: DashboardView) -> str:
+def _explanations(
+    view: DashboardView, members: dict[tuple[str, str], list[Any]], now: dt.datetime
+) -> dict[tuple[str, str], tuple[str, str]]:
+    """(explanation as HTML lines, estimated start) of the gangs with pods waiting, for the first
+    EXPLAIN_LIMIT of them in queue order (gated ones after the queued ones)."""
+    scheduler = view.scheduler
+    assert scheduler is not None
+    seconds = (now - EPOCH).total_seconds()  # the clock the plan counts in (pods' start times)
+    waiting = scheduler.waiting_pods()
+    roots = {
+        scheduler.hierarchy.root_of_group(g): g
+        for g, pods in members.items()
+        if any((p.metadata.namespace, p.metadata.name) in waiting for p in pods)
+    }
+    queued = [r for r in queue_order(scheduler) if r in roots]
+    order = queued + [r for r in roots if r not in set(queued)]
+    out: dict[tuple[str, str], tuple[str, str]] = {}
+    for n, root in enumerate(order):
+        if n >= EXPLAIN_LIMIT:
+            out[roots[root]] = (f"not explained here: only the first {EXPLAIN_LIMIT} waiting gangs are", "-")
+            continue
+        try:
+            e = explain(scheduler, root, seconds)
+        except Exception as error:  # the page must render whatever one explanation does
+            out[roots[root]] = (_e(f"explain failed: {error}"), "-")
+            continue
+        lines = [line.strip() for line in render_explanation(e).splitlines()[1:]]
+        text = "<br>".join(_e(line) for line in lines if not line.startswith("estimated start"))
+        if e.state == "gated":
+            eta = "once it can enter the queue (see the held pods)"
+        elif e.eta is None:
+            eta = "unknown within the planning window"
+        else:
+            wait = e.eta.start - seconds
+            eta = "now" if wait <= 0 else f"in {wait:.0f}s"
+        out[roots[root]] = (text or "-", eta)
+    return out
+
+
+def _gang_section(view: DashboardView, now: dt.datetime) -> str:
     store = view.store
     members: dict[tuple[str, str], list[Any]] = {}
     for pod in store.list("Pod"):
@@ -171,6 +211,7 @@ def _gang_section(view: DashboardView) -> str:
         if group is not None and pod.spec.schedulerName == view.scheduler_name and not is_terminal(pod):
             members.setdefault(group, []).append(pod)
     waiting = view.scheduler.waiting_pods() if view.scheduler is not None else {}
+    explained = _explanations(view, members, now) if view.scheduler is not None else {}
     rows = []
     for group in sorted(members):
         pg = store.get("PodGroup", group)
@@ -194,10 +235,10 @@ def _gang_section(view: DashboardView) -> str:
             if cond is None
             else f"{cond.status}/{cond.reason}" + (f": {cond.message}" if cond.message else "")
         )
-        explain = EXPLAIN_NOT_AVAILABLE if state in ("pending", "gated") else "-"
+        why, eta = explained.get(group, ("-", "-")) if state in ("pending", "gated") else ("-", "-")
         rows.append([
             _e(f"{group[0]}/{group[1]}"), f'<span class="state {state}">{state}</span>',
-            f"{bound} / {min_count} / {len(pods)}", str(running), _e(message), _e(explain), _e(explain),
+            f"{bound} / {min_count} / {len(pods)}", str(running), _e(message), why, _e(eta),
         ])  # fmt: skip
     return _table(
         ["gang", "state", "bound / minCount / pods", "running", "condition", "explanation", "ETA"],
@@ -252,7 +293,7 @@ def render_dashboard(view: DashboardView, now: dt.datetime | None = None) -> str
         f"{view.store.count('Node')} nodes, {view.store.count('Pod')} pods; "
         f"rendered {now.strftime('%Y-%m-%d %H:%M:%S')} UTC. Read-only.</p>"
         f'<h2 id="queue">Queue</h2>{_queue_section(view)}'
-        f'<h2 id="gangs">Gangs</h2>{_gang_section(view)}'
+        f'<h2 id="gangs">Gangs</h2>{_gang_section(view, now)}'
         f'<h2 id="gpus">GPUs per node</h2>{_gpu_section(view)}'
         "</body></html>"
     )

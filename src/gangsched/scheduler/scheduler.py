@@ -355,15 +355,6 @@ class Scheduler:
                 out[key] = root.state
         return out
 
-    def gate_messages(self) -> dict[PodKey, str]:
-        """Why each pod held at PreEnqueue waits (upstream's SchedulingGated message). A copy."""
-        return dict(self._gated)
-
-    def root_of(self, key: PodKey) -> RootKey | None:
-        """The queue root (kind, namespace, name) a known pod is scheduled under, or None."""
-        pi = self._pods.get(key)
-        return self._root_of(pi) if pi is not None else None
-
     # --- cycles ---------------------------------------------------------------------------------------------
     def sync(self) -> None:
         """Build the node snapshot now rather than at the first cycle (after an initial list of nodes)."""
