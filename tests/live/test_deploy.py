@@ -29,6 +29,7 @@ from gangsched.live.controlplane import LocalControlPlane, ManagedProcess, free_
 from gangsched.live.fakekubelet import FakeKubelet
 
 from ..conftest import unavailable
+from . import test_volumes_devices_side_by_side as vd
 from .deployment import NAMESPACE, PodFiles, container_args, in_cluster_replica, install_deploy, put_object
 from .podgroup_cases import CASES, Harness, ensure_priority_classes
 from .test_apiserver import wait_for
@@ -373,6 +374,40 @@ def broken_delete(p: Probe) -> None:
     hold("the protected victim stays", lambda: p.h.outcome().bound.get("protected") is True, 3)
 
 
+def local_volume_pod(p: Probe) -> None:
+    """A WaitForFirstConsumer claim and a local PV on the node: binding the pod means writing the PV's
+    claimRef first (VolumeBinding's PreBind)."""
+    ns = p.h.namespace
+    for doc in (vd._storage_class(), vd._local_pv(f"{ns}-local", p.h.node), vd._claim(ns, "data")):
+        vd._create(p.client, doc)
+    volume = {"name": "d", "persistentVolumeClaim": {"claimName": "data"}}
+    vd._create(p.client, vd._pod(ns, "p", p.name, volumes=[volume]))
+
+
+def device_claim_pod(p: Probe) -> None:
+    """A pod with a one-device claim from a template, one device on the node: binding it means reserving
+    the claim for the pod first (DynamicResources' PreBind, the claim's status)."""
+    ns = p.h.namespace
+    for doc in (vd._device_class(), vd._slice(f"{ns}-gpus", p.h.node, ["gpu-0"]), vd._template(ns)):
+        vd._create(p.client, doc)
+    claim = {"name": "gpu", "resourceClaimTemplateName": "one-gpu"}
+    vd._create(p.client, vd._pod(ns, "p", p.name, resourceClaims=[claim]))
+
+
+def broken_volume_binding(p: Probe) -> None:
+    p.start("--no-leader-elect")
+    local_volume_pod(p)
+    wait_for("the PV's claimRef refused", lambda: f"bind PV {p.h.namespace}-local: 403" in p.log(), 30)
+    hold("the pod stays unbound", lambda: not p.h.outcome().bound["p"], 2)
+
+
+def broken_claim_status(p: Probe) -> None:
+    p.start("--no-leader-elect")
+    device_claim_pod(p)
+    wait_for("the claim's reservation refused", lambda: "reserve claim" in p.log() and ": 403" in p.log(), 45)
+    hold("the pod stays unbound", lambda: not p.h.outcome().bound["p"], 2)
+
+
 def broken_events(p: Probe) -> None:
     p.start("--no-leader-elect")
     gang_of_two(p)
@@ -398,6 +433,16 @@ BREAKS: dict[str, tuple[str, Callable[[Probe], None]]] = {
         ("the PriorityClass informer cannot list: never ready", broken_informer("PriorityClass")),
     "ClusterRole: policy poddisruptionbudgets list,watch":
         ("the PodDisruptionBudget informer cannot list: never ready", broken_informer("PodDisruptionBudget")),
+    "ClusterRole: core persistentvolumes,persistentvolumeclaims list,watch":
+        ("the PersistentVolume informer cannot list: never ready", broken_informer("PersistentVolume")),
+    "ClusterRole: storage.k8s.io storageclasses,csinodes list,watch":
+        ("the StorageClass informer cannot list: never ready", broken_informer("StorageClass")),
+    "ClusterRole: resource.k8s.io deviceclasses,resourceslices,resourceclaims list,watch":
+        ("the DeviceClass informer cannot list: never ready", broken_informer("DeviceClass")),
+    "ClusterRole: core persistentvolumes,persistentvolumeclaims update":
+        ("a pod with a local volume is not bound (its PV's claimRef refused)", broken_volume_binding),
+    "ClusterRole: resource.k8s.io resourceclaims/status,resourceclaims/binding patch":
+        ("a pod with a device claim is not bound (its reservation refused)", broken_claim_status),
     "ClusterRole: core pods/binding create": ("no pod is bound", broken_binding),
     "ClusterRole: core pods/status patch": ("a pod never says why it waits", broken_pod_status),
     "ClusterRole: scheduling.k8s.io podgroups/status,compositepodgroups/status patch":
@@ -424,6 +469,7 @@ def make_probe(
     replicas: Replicas,
     harness: Callable[[str, str], Harness],
     fake_kubelet: FakeKubelet,
+    volume_and_claim_controllers: ManagedProcess,
 ) -> Callable[[str], Probe]:
     """Factory: a Probe in a fresh namespace (and node) for a new scheduler name, with no Lease left over
     (the Lease's create rule matters only when there is none yet)."""
@@ -479,6 +525,19 @@ def test_with_every_rule_nothing_of_that_breaks(
         "the too-big pod says why", lambda: (c := p.pod_condition("too-big")) and c.reason == "Unschedulable"
     )
     wait_for("Scheduled events", lambda: {("g-0", "Scheduled"), ("g-1", "Scheduled")} <= p.events())
+    assert "403" not in p.log()
+
+
+@pytest.mark.parametrize("scenario", [local_volume_pod, device_claim_pod], ids=["volume", "device-claim"])
+def test_with_every_rule_volumes_and_claims_bind(
+    scenario: Callable[[Probe], None], make_probe: Callable[[str], Probe]
+) -> None:
+    """The control for the volume and claim rules: as deployed, those pods are bound (the PV binder and the
+    resourceclaim controller of kube-controller-manager do their part)."""
+    p = make_probe("rbac-ok")
+    p.start("--no-leader-elect")
+    scenario(p)
+    wait_for("the pod bound", lambda: p.h.outcome().bound["p"], 60)
     assert "403" not in p.log()
 
 
