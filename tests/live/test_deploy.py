@@ -427,6 +427,8 @@ def broken_lease(p: Probe) -> None:
 BREAKS: dict[str, tuple[str, Callable[[Probe], None]]] = {
     "ClusterRole: core nodes list,watch":
         ("the Node informer cannot list: never ready", broken_informer("Node")),
+    "ClusterRole: core namespaces list,watch":
+        ("the Namespace informer cannot list: never ready", broken_informer("Namespace")),
     "ClusterRole: core pods get,list,watch":
         ("the Pod informer cannot list: never ready", broken_informer("Pod")),
     "ClusterRole: scheduling.k8s.io podgroups,compositepodgroups,workloads,priorityclasses list,watch":
