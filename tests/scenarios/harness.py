@@ -19,6 +19,8 @@ expect:
   evictions: {victim: preemptor-name} # all so far, always compared: no key means no eviction at all
   count_bound: {train-a-: 6}          # pods whose name starts with the prefix that are bound (the others
                                       # with that prefix are then pending); such pods count as listed
+  eviction_count: {preemptor-name: 1} # instead of evictions: how many (which ones is upstream's coin toss)
+  victims_replaced_by: {preemptor-name: pod}  # the pod is bound on the node its victims were on
   per_domain: {zone: {a: 3, b: 3}}    # bound pods per value of a node label (values not listed: none)
   distinct_nodes: [m0, m1]            # these pods are bound, each on a node of its own
   volume_bindings: {ns/pvc: [pv-or-null, node]}   # every volume binding decided (and only these)
@@ -45,6 +47,7 @@ from gangsched.api.loader import load_documents
 from gangsched.api.validation import validate
 from gangsched.scheduler import Profile, Scheduler, run_until_stable
 from gangsched.store import Store
+from gangsched.store.change import Change
 from gangsched.store.claim_controller import sync_claims
 
 
@@ -88,7 +91,9 @@ def _check_pod(pod: Any, want: Any, where: str) -> None:
         assert got == want, f"{where}: {name} should be on {want}, is on {got}: {cond and cond.message}"
 
 
-def check(store: Store, expect: dict[str, Any], where: str) -> None:
+def check(
+    store: Store, expect: dict[str, Any], where: str, victim_nodes: dict[tuple[str, str], str] | None = None
+) -> None:
     pods = {p.metadata.name: p for p in store.list("Pod")}
     listed = expect.get("pods") or {}
     for name, want in listed.items():
@@ -153,8 +158,18 @@ def check(store: Store, expect: dict[str, Any], where: str) -> None:
         assert got_vb == (expect["volume_bindings"] or {}), f"{where}: volume bindings {got_vb!r}"
     for prefix, want in (expect.get("claims") or {}).items():
         _check_claim(store, prefix, want, where)
-    got_ev = {e.pod[1]: e.preemptor.split("/")[-1] for e in store.evictions}
-    assert got_ev == (expect.get("evictions") or {}), f"{where}: evictions {got_ev!r}"
+    for preemptor, want_n in (expect.get("eviction_count") or {}).items():
+        n = sum(1 for e in store.evictions if e.preemptor.split("/")[-1] == preemptor)
+        assert n == want_n, f"{where}: {preemptor} evicted {n} pods, want {want_n}"
+    for preemptor, pod_name in (expect.get("victims_replaced_by") or {}).items():
+        # the pod bound where the preemptor's victims were (the room preemption made is the room it got)
+        evicted = [e.pod for e in store.evictions if e.preemptor.split("/")[-1] == preemptor]
+        nodes = {(victim_nodes or {})[key] for key in evicted}
+        got = pods[pod_name].spec.nodeName
+        assert {got} == nodes, f"{where}: {pod_name} on {got}, its victims were on {nodes}"
+    if "eviction_count" not in expect:
+        got_ev = {e.pod[1]: e.preemptor.split("/")[-1] for e in store.evictions}
+        assert got_ev == (expect.get("evictions") or {}), f"{where}: evictions {got_ev!r}"
 
 
 def _check_claim(store: Store, prefix: str, want: dict[str, Any], where: str) -> None:
@@ -196,14 +211,77 @@ def _members(store: Store, group: Any) -> list[str]:
     ]
 
 
-def run_scenario(path: Path) -> Store:
+class TerminationLog:
+    """Watches a Store whose evicted pods terminate over time: when each victim started terminating and
+    when it was gone, to check that no preemptor evicts again while its earlier victims still terminate."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.started: dict[tuple[str, str], float] = {}
+        self.gone: dict[tuple[str, str], float] = {}
+        self.nodes: dict[tuple[str, str], str] = {}  # where each deleted pod was
+        store.subscribe(self._on_change)
+
+    def _on_change(self, change: Change) -> None:
+        if change.kind != "Pod":
+            return
+        if change.action == "delete":
+            self.gone.setdefault(change.key, self.store.clock())
+            self.nodes[change.key] = change.obj.spec.nodeName
+        elif change.obj.metadata.deletionTimestamp is not None:
+            self.started.setdefault(change.key, self.store.clock())
+
+    def storms(self) -> list[str]:
+        """Evictions decided while a victim the same preemptor evicted earlier was still terminating."""
+        by_preemptor: dict[str, list[tuple[float, tuple[str, str]]]] = {}
+        for e in self.store.evictions:
+            at = self.started.get(e.pod, self.gone.get(e.pod, 0.0))  # terminated, or gone at once
+            by_preemptor.setdefault(e.preemptor, []).append((at, e.pod))
+        found = []
+        for preemptor, victims in by_preemptor.items():
+            for at, victim in victims:
+                for earlier_at, earlier in victims:
+                    if earlier_at < at < self.gone.get(earlier, float("inf")):
+                        found.append(f"{preemptor} evicted {victim} at {at} while {earlier} terminated")
+        return found
+
+
+def settle(store: Store, scheduler: Scheduler) -> None:
+    """run_until_stable, except that while victims terminate every waiting root is woken each virtual second,
+    as the unrelated events of a real cluster would (a preemptor must not preempt again when retried)."""
+    if not store.termination_seconds:
+        run_until_stable(store, scheduler)
+        return
+    now = store.clock()
+    store.clock = lambda: now
+    for _ in range(1_000_000):
+        decision = scheduler.schedule_one(now)
+        if decision is not None:
+            store.apply(decision)
+            continue
+        gone_at, ready = store.next_termination_at(), scheduler.queue.next_ready_at()
+        if gone_at is None and ready is None:
+            return
+        if gone_at is not None:
+            scheduler.queue.move_all_to_active()
+            now = min(t for t in (gone_at, ready, now + 1.0) if t is not None)
+        else:
+            now = max(now, ready or now)
+        store.finish_terminations(now)
+    raise AssertionError("the scheduler did not settle")
+
+
+def run_scenario(path: Path, termination_seconds: float = 0.0) -> Store:
+    """Run the scenario file; with `termination_seconds` evicted pods terminate that long before they are
+    gone, and the same expectations must hold once they are (with no preemptor evicting twice meanwhile)."""
     spec = yaml.safe_load(path.read_text())
     includes = spec.get("include") or []
     for include in [includes] if isinstance(includes, str) else includes:
         # manifests shared with examples/, so that the example is what is tested
         spec["objects"] += list(yaml.safe_load_all((path.parent / include).read_text()))
     gates = FeatureGates.parse(spec.get("gates"))
-    store = Store()
+    store = Store(termination_seconds=termination_seconds)
+    log = TerminationLog(store)
     # `admitted_invalid: true` loads objects an API server of another version (or a race) let through, to
     # show what the scheduler does with them; validation is skipped for that scenario.
     store.add_all(load_objects(spec["objects"], str(path), gates, check=not spec.get("admitted_invalid")))
@@ -211,8 +289,8 @@ def run_scenario(path: Path) -> Store:
     scheduler = Scheduler(
         store, gates, seed=spec.get("seed", 0), profile=Profile(scoring=spec.get("scoring", "LeastAllocated"))
     )
-    run_until_stable(store, scheduler)
-    check(store, spec.get("expect") or {}, f"{path.name}")
+    settle(store, scheduler)
+    check(store, spec.get("expect") or {}, f"{path.name}", log.nodes)
     for i, step in enumerate(spec.get("steps") or [], 1):
         for ref in step.get("delete") or []:
             kind, _, name = ref.partition("/")
@@ -224,6 +302,7 @@ def run_scenario(path: Path) -> Store:
                 obj.status = old.status  # a spec update keeps the status, as with the API server's /status
             store.add(obj)
         sync_claims(store, workload_claims=gates.enabled("DRAWorkloadResourceClaims"))
-        run_until_stable(store, scheduler)
-        check(store, step.get("expect") or {}, f"{path.name} step {i}")
+        settle(store, scheduler)
+        check(store, step.get("expect") or {}, f"{path.name} step {i}", log.nodes)
+    assert not log.storms(), log.storms()
     return store

@@ -385,14 +385,40 @@ class Evaluator:
             self._last_mask, self._last_scope = candidates, np.flatnonzero(candidates)
         return self._last_scope
 
-    def _nominated_node(self, pi: PodInfo, c: _Class, candidates: BoolArray | None) -> int | None:
+    def _nominated_node(
+        self, pi: PodInfo, masked: npt.NDArray[np.int64], candidates: BoolArray | None
+    ) -> int | None:
         """Upstream's evaluateNominatedNode: a pod nominated by preemption takes its nominated node, unscored,
         whenever it still fits there - so the room preemption made for it is the room it gets."""
+        held = self.snap.nominated.get(pi.key)
         name = pi.pod.status.nominatedNodeName if pi.pod.status is not None else None
-        node = self.snap.index.get(name) if name else None
-        if node is None or c.masked[node] < 0 or (candidates is not None and not candidates[node]):
+        node = held[0] if held is not None else (self.snap.index.get(name) if name else None)
+        if node is None or masked[node] < 0 or (candidates is not None and not candidates[node]):
             return None
         return node
+
+    def _held_back(self, pi: PodInfo) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.int64]]:
+        """Nodes where nominated pods of equal or higher priority hold room against `pi`, and that room."""
+        return self.snap.held_for(pi.priority, pi.key)
+
+    def _with_nominated(self, pi: PodInfo, c: _Class) -> npt.NDArray[np.int64]:
+        """The class's fit-and-score row for `pi`, with the nodes where it fits only by taking room that a
+        nominated pod of equal or higher priority holds marked unfit (RunFilterPluginsWithNominatedPods;
+        scores ignore nominated pods, as upstream's do)."""
+        if not self.snap.nominated:
+            return c.masked
+        cols, held = self._held_back(pi)
+        if not cols.size:
+            return c.masked
+        free = self.snap.alloc[:, cols] - self.snap.used[:, cols] - held
+        ok = np.ones(cols.size, dtype=bool)
+        for row, v in c.vec.rows:
+            ok &= free[row] >= v
+        if ok.all():
+            return c.masked
+        masked = c.masked.copy()
+        masked[cols[~ok]] = -1
+        return masked
 
     def find_node(self, pi: PodInfo, candidates: BoolArray | None = None) -> int | FitFailure:
         """The best node for `pi` among `candidates` (all nodes when None), or why there is none.
@@ -402,7 +428,8 @@ class Evaluator:
         c = self._class(pi)
         layer = self._pods_layer(pi, c)
         claims_ok = self._claims_filter(pi, c) if pi.claims else None
-        nominated = self._nominated_node(pi, c, candidates)
+        fit = self._with_nominated(pi, c)
+        nominated = self._nominated_node(pi, fit, candidates)
         if (
             nominated is not None
             and (layer is None or layer.ok[nominated])
@@ -410,7 +437,7 @@ class Evaluator:
         ):
             return nominated
         scope = None if candidates is None else self._scope(candidates)
-        masked = c.masked if scope is None else c.masked[scope]
+        masked = fit if scope is None else fit[scope]
         if claims_ok is not None:
             masked = np.where(claims_ok if scope is None else claims_ok[scope], masked, -1)
         if layer is None and not c.static_scores:
@@ -529,7 +556,8 @@ class Evaluator:
         self, c: _Class, layer: _PodsLayer | None, candidates: BoolArray | None, pi: PodInfo
     ) -> FitFailure:
         """Per node, the reason of the first filter that rejects it, in table order (NodeResourcesFit
-        reports every resource short on a node); a PreFilter's refusal of the pod instead, if any."""
+        reports every resource short on a node, counting the room nominated pods hold against `pi`); a
+        PreFilter's refusal of the pod instead, if any."""
         snap = self.snap
         considered = np.ones(len(snap), dtype=bool) if candidates is None else candidates.copy()
         failure = FitFailure(int(considered.sum()), prefilter_message=c.refusal)
@@ -561,6 +589,9 @@ class Evaluator:
                     reject(static.get(f.name, []) + claims.get(f.name, []))
             else:
                 free = snap.alloc - snap.used
+                if snap.nominated:
+                    cols, held = self._held_back(pi)
+                    free[:, cols] -= held
                 short_any = np.zeros(len(snap), dtype=bool)
                 for row, v in c.vec.rows:
                     short = remaining & (free[row] < v)

@@ -20,7 +20,18 @@ import numpy as np
 from .evaluator import FitFailure
 from .pdb import Budget, split_by_violation
 from .podinfo import PodInfo
-from .preemption import Preemption, PreemptionView, TakenOut, ineligibility, lower_priority_units
+from .preemption import (
+    TERMINATING_ON_NOMINATED,
+    Ineligible,
+    Preemption,
+    PreemptionView,
+    TakenOut,
+    ineligibility,
+    lower_priority_units,
+    nominated_nodes,
+    terminating_on,
+)
+from .snapshot import PODS, Int64Array, PodVector, Snapshot
 from .victims import VictimUnit, sort_by_importance, start_time, work_since
 
 __all__ = ["NOT_HELPFUL", "NO_VICTIMS_FOR_POD", "preempt_pod"]
@@ -55,17 +66,34 @@ class _Candidate:
         )
 
 
+def _held_short(snap: Snapshot, vec: PodVector, node: int, held: Int64Array | None) -> list[str]:
+    """What `vec` lacks on `node` once the room nominated pods of equal or higher priority hold (`held`) is
+    counted, in NodeResourcesFit's words (pods first); empty when it fits or nothing is held there."""
+    if held is None:
+        return []
+    return [
+        "Too many pods" if row == PODS else f"Insufficient {snap.resources[row]}"
+        for row, v in sorted(vec.rows, key=lambda rv: rv[0] != PODS)
+        if snap.alloc[row, node] - snap.used[row, node] - held[row] < v
+    ]
+
+
 def _victims_on_node(
     view: PreemptionView, pi: PodInfo, node: int, units: list[VictimUnit], pdbs: list[Budget]
 ) -> _Candidate | list[str]:
     """SelectVictimsOnNode: the units to evict for `pi` to fit on `node`, or why it cannot. Every filter
-    is asked (a victim may hold a host port or match an anti-affinity term, not only take resources)."""
+    is asked (a victim may hold a host port or match an anti-affinity term, not only take resources), and
+    as upstream the room pods nominated to the node at `pi`'s priority or above hold counts
+    (RunFilterPluginsWithNominatedPods)."""
     ev = view.ev
+    snap = ev.snap
+    vec = ev.vector(pi)
+    held = snap.held_on(node, pi.priority, pi.key) if snap.nominated else None
     out = TakenOut(view)
     for unit in units:
         out.take(unit, node)
     try:
-        reasons = ev.fit_reasons(pi, node)
+        reasons = ev.fit_reasons(pi, node) or _held_short(snap, vec, node, held)
         if reasons:
             return reasons
         violating, fine = split_by_violation(sort_by_importance(units), pdbs)
@@ -73,7 +101,7 @@ def _victims_on_node(
         violations = 0
         for unit, count in [*violating, *((u, 0) for u in fine)]:
             out.put_back(unit)
-            if ev.fit_reasons(pi, node):
+            if ev.fit_reasons(pi, node) or _held_short(snap, vec, node, held):
                 out.take(unit, node)
                 victims.append(unit)
                 violations += count
@@ -85,16 +113,20 @@ def _victims_on_node(
 
 
 def preempt_pod(view: PreemptionView, pi: PodInfo) -> Preemption | str:
-    """Default preemption for `pi`; a message (without upstream's prefix) when there is none."""
+    """Default preemption for `pi`; a message (without upstream's prefix) when there is none: an
+    `Ineligible` message when the pod keeps its nomination, a plain one when no node would do."""
     ev = view.ev
     snap = ev.snap
     cls = ev.equivalence_class(pi)
-    nominated = snap.index.get((pi.pod.status.nominatedNodeName if pi.pod.status else None) or "")
-    # A nominated node the pod can no longer use at all (UnschedulableAndUnresolvable) does not hold it back.
-    members = [pi] if nominated is None or cls.static_ok[nominated] else []
-    reason = ineligibility(view, pi.preemption_policy, members, pi.priority)
+    reason = ineligibility(pi.preemption_policy)
     if reason is not None:
         return reason
+    # PodEligibleToPreemptOthers: a nominated node still holding a lower-priority pod terminating by
+    # preemption means the pod waits for it - unless the pod can no longer use that node at all
+    # (UnschedulableAndUnresolvable there).
+    nodes = {node for node in nominated_nodes(view, [pi]) if cls.static_ok[node]}
+    if terminating_on(view, nodes, pi.priority):
+        return Ineligible(TERMINATING_ON_NOMINATED)
     claims_ok = ev.claims_feasible(pi)
     potential = np.flatnonzero(cls.static_ok if claims_ok is None else cls.static_ok & claims_ok)
     histogram: Counter[str] = Counter({NOT_HELPFUL: len(snap) - potential.size})
@@ -136,4 +168,5 @@ def preempt_pod(view: PreemptionView, pi: PodInfo) -> Preemption | str:
         victims=best.victims,
         nominations=[(pi.key, best.node)],
         node=best.node,
+        priority=pi.priority,
     )

@@ -6,31 +6,55 @@ upstream words it: for a group `<cycle message>, pod group preemption: <reason>`
 and reasons are joined with ", "), for a pod `<fit error> preemption: <reason>` (FitError appends the
 PostFilter message after a space). When it does, the Decision evicts the victims (DisruptionTarget /
 PreemptionByScheduler on each victim pod and on each group evicted whole, a Preempted event per victim) and
-nominates the preemptor's pods; the preemptor binds in a later cycle, once the victims are gone.
+nominates the preemptor's pods; the preemptor binds in a later cycle, once the victims are gone. Its own
+message says so too (`..., pod group preemption: found a placement for podgroup, preempting N victims`).
+
+Nominations follow upstream (schedule_one.go, schedule_one_podgroup.go): a preemption that found victims
+nominates; an ongoing one (victims still terminating) keeps the nominations as they are; a lone pod that is
+not eligible keeps its nomination; every other failure clears the nominations of the cycle's pods. Only
+changes are returned, so a nomination is written once per decision. Lower-priority pods nominated to the
+nodes a preemption targets lose their nomination (upstream's prepareCandidate).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from .cycle import GroupResult
 from .decision import Condition, ConditionChange, Decision, Eviction, Nomination, Notice
 from .pod_preemption import preempt_pod
 from .podinfo import PodInfo
-from .preemption import Preemption, PreemptionView, preempt_pod_group
+from .preemption import Ineligible, Preemption, PreemptionView, preempt_pod_group
 from .snapshot import Snapshot
 
-__all__ = ["DISRUPTION_TARGET", "preempt_after_failure", "preemption_decision"]
+__all__ = ["DISRUPTION_TARGET", "PostFilterResult", "preempt_after_failure", "preemption_decision"]
 
 DISRUPTION_TARGET = "DisruptionTarget"
 PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 
 
+@dataclass(slots=True)
+class PostFilterResult:
+    """What PostFilter decided: `decision` (evictions, conditions, events, nomination changes) and whether
+    the preemptor now waits on a preemption (upstream's waitingOnPreemption): new victims, or an ongoing
+    preemption whose victims still terminate."""
+
+    decision: Decision = field(default_factory=Decision)
+    waiting: bool = False
+    retry: bool = False  # a preemption that needed no victims: no deletion will wake the preemptor
+
+
 def preemption_decision(p: Preemption, snap: Snapshot) -> Decision:
-    """Evictions, conditions, events and nominations for a preemption found on `snap`."""
+    """Evictions, conditions, events and nominations for a preemption found on `snap` (all nominations:
+    the caller drops those that change nothing)."""
     d = Decision()
     d.nominations.extend(Nomination(key, snap.node_names[node]) for key, node in p.nominations)
+    targets = {node for _, node in p.nominations}
+    for key, (node, _, priority) in sorted(snap.nominated.items()):
+        if node in targets and priority < p.priority:
+            d.nominations.append(Nomination(key, None))
     where = "cluster" if p.node is None else snap.node_names[p.node]
     target = Condition(
         DISRUPTION_TARGET,
@@ -53,27 +77,45 @@ def preemption_decision(p: Preemption, snap: Snapshot) -> Decision:
     return d
 
 
+def _clear(pods: Sequence[PodInfo], snap: Snapshot) -> Decision:
+    """Nominations of `pods` cleared (upstream's clearNominatedNode), for those that have one."""
+    d = Decision()
+    for pi in pods:
+        status = pi.pod.status.nominatedNodeName if pi.pod.status is not None else None
+        if pi.key in snap.nominated or status:
+            d.nominations.append(Nomination(pi.key, None))
+    return d
+
+
 def preempt_after_failure(
     view: PreemptionView,
     pg: Any,
     pods: Sequence[PodInfo],
     result: GroupResult,
     rerun: Callable[[], GroupResult] | None,
-) -> Decision | None:
-    """Preempt for the root whose Unschedulable `result` this is. Returns the preemption's Decision, or None
-    after appending the reason to `result` (its message for a group, the pod's failure for a lone pod)."""
+) -> PostFilterResult:
+    """Preempt for the root whose Unschedulable `result` this is; the PostFilter message is appended to
+    `result` (its message for a group, the pod's failure for a lone pod)."""
+    snap = view.ev.snap
     if pg is not None and rerun is not None:
         outcome = preempt_pod_group(view, pg, pods, rerun)
+        message = outcome if isinstance(outcome, str) else outcome.message(snap.node_names)
+        result.message = f"{result.message}, pod group preemption: {message}"
         if isinstance(outcome, str):
-            result.message = f"{result.message}, pod group preemption: {outcome}"
-            return None
+            return PostFilterResult(_clear(pods, snap))
     else:
         (pi,) = pods
-        if len(view.ev.snap) == 0:
-            return None  # upstream's ErrNoNodesAvailable returns before PostFilter runs
+        if len(snap) == 0:
+            # upstream's ErrNoNodesAvailable returns before PostFilter runs, clearing the nomination
+            return PostFilterResult(_clear(pods, snap))
         outcome = preempt_pod(view, pi)
+        message = outcome if isinstance(outcome, str) else outcome.message(snap.node_names)
+        fit_error = result.failures.get(pi.key) or result.message
+        result.failures[pi.key] = f"{fit_error} preemption: {message}"
+        if isinstance(outcome, Ineligible):
+            return PostFilterResult()  # the nomination stays as it is
         if isinstance(outcome, str):
-            fit_error = result.failures.get(pi.key) or result.message
-            result.failures[pi.key] = f"{fit_error} preemption: {outcome}"
-            return None
-    return preemption_decision(outcome, view.ev.snap)
+            return PostFilterResult(_clear(pods, snap))
+    if outcome.ongoing:
+        return PostFilterResult(waiting=True)
+    return PostFilterResult(preemption_decision(outcome, snap), waiting=True, retry=not outcome.victims)

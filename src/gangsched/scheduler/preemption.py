@@ -1,8 +1,9 @@
 """Workload-aware preemption for a PodGroup whose cycle ended Unschedulable (spec §5; upstream's
 PodGroupEvaluator in pkg/scheduler/framework/preemption/podgrouppreemption.go).
 
-1. Eligibility: preemptionPolicy Never, or a nominated node that still holds a terminating lower-priority pod,
-   means no preemption this time.
+1. Eligibility: preemptionPolicy Never means no preemption. A nominated node of the group that still holds a
+   lower-priority pod terminating by preemption means an ongoing preemption (upstream's isOngoingPreemption):
+   nothing new is evicted, the nominations stand and the group waits for its victims to leave.
 2. Candidates: every preemption unit (victims.py) of lower priority than the group, cluster-wide.
 3. One simulation: all candidates leave the snapshot and the group's cycle runs ONCE. If it still fails,
    nothing is preempted and its message is the answer.
@@ -30,6 +31,8 @@ from .victims import ObjectReader, VictimUnit, collect_units, sort_by_importance
 
 __all__ = [
     "NO_VICTIMS_FOR_GROUP",
+    "ONGOING",
+    "Ineligible",
     "Preemption",
     "PreemptionView",
     "TakenOut",
@@ -41,6 +44,13 @@ __all__ = [
 PREEMPT_NEVER = "Never"
 NO_VICTIMS_FOR_GROUP = "No preemption victims found for incoming preemptor"
 NOT_WITH_TOPOLOGY = "not supported with topology constraints"
+ONGOING = "ongoing preemption on nominated nodes"
+TERMINATING_ON_NOMINATED = "not eligible due to a terminating pod on the nominated node."
+
+
+class Ineligible(str):
+    """A reason the preemptor may not preempt now; a lone pod keeps its nomination then (upstream's
+    Preempt returns no PostFilterResult), where finding no victims clears it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +80,20 @@ class Preemption:
     victims: list[VictimUnit]
     nominations: list[tuple[PodKey, int]] = field(default_factory=list)
     node: int | None = None  # the single node a pod preemptor targets; None for a group (the cluster)
+    priority: int = 0
+    # Victims of an earlier preemption still terminate on the nominated nodes: nothing new is evicted and
+    # the nominations stand (upstream's isOngoingPreemption answer, a Success without victims).
+    ongoing: bool = False
+
+    def message(self, node_names: Sequence[str]) -> str:
+        """Upstream's PostFilter status message for this outcome (without its "preemption: " prefix)."""
+        if self.ongoing:
+            return ONGOING
+        count = sum(len(unit.pods) for unit in self.victims)
+        if self.node is None:
+            return f"found a placement for podgroup, preempting {count} victims"
+        node = node_names[self.node]
+        return f"found a potential placement for pod on node {node}, preempting {count} victims"
 
 
 class TakenOut:
@@ -140,25 +164,35 @@ def unit_priority_of(view: PreemptionView, pi: PodInfo) -> int:
     return pi.priority
 
 
-def ineligibility(view: PreemptionView, policy: str, members: Sequence[PodInfo], priority: int) -> str | None:
-    """Why this preemptor may not preempt now (upstream's messages), or None."""
+def ineligibility(policy: str) -> Ineligible | None:
+    """Why this preemptor may never preempt (upstream's message), or None."""
     if policy == PREEMPT_NEVER:
-        return "not eligible due to preemptionPolicy=Never."
-    snap = view.ev.snap
-    nominated = {pi.pod.status.nominatedNodeName for pi in members if pi.pod.status is not None}
-    nodes = {snap.index[n] for n in nominated if n and n in snap.index}
+        return Ineligible("not eligible due to preemptionPolicy=Never.")
+    return None
+
+
+def terminating_on(view: PreemptionView, nodes: set[int], priority: int) -> bool:
+    """Does any of `nodes` hold a pod of priority below `priority` terminating by preemption? (upstream's
+    isOngoingPreemption for a group, the terminating-pod clause of PodEligibleToPreemptOthers for a pod)"""
     if not nodes:
-        return None
-    for key, (node, _) in snap.placed.items():
+        return False
+    for key, (node, _) in view.ev.snap.placed.items():
         pi = view.pods.get(key)
         if (
             node in nodes
             and pi is not None
-            and unit_priority_of(view, pi) < priority
             and terminating_by_preemption(pi.pod)
+            and unit_priority_of(view, pi) < priority
         ):
-            return "not eligible due to a terminating pod on the nominated node."
-    return None
+            return True
+    return False
+
+
+def nominated_nodes(view: PreemptionView, members: Sequence[PodInfo]) -> set[int]:
+    """The nodes the preemptor's pods are nominated to (the nominator's view, which a status write only
+    confirms: a preemptor retried before its write lands must not preempt again)."""
+    nominated = view.ev.snap.nominated
+    return {entry[0] for pi in members if (entry := nominated.get(pi.key)) is not None}
 
 
 def lower_priority_units(view: PreemptionView, priority: int) -> list[VictimUnit]:
@@ -173,7 +207,8 @@ def _placements_fit(
     nodes: set[int],
     domain_wide: bool,
 ) -> bool:
-    """With the preemptor's pods reserved, does every proposed placement on `nodes` still pass the filters?
+    """With the preemptor's pods reserved, does every proposed placement on `nodes` still pass the filters,
+    room held by nominated pods of equal or higher priority included (RunFilterPluginsWithNominatedPods)?
 
     The static filters do not depend on other pods. For resources, each pod's sequential check (free >=
     request, earlier pods reserved) holds for all of them exactly when no resource any of them requests is
@@ -183,8 +218,12 @@ def _placements_fit(
     """
     ev = view.ev
     snap = ev.snap
-    if not all(snap.used[row, node] <= snap.alloc[row, node] for node in nodes for row in rows_by_node[node]):
-        return False
+    for node in nodes:
+        priority = min(pi.priority for pi in placed_on[node])
+        held = snap.held_on(node, priority) if snap.nominated else None
+        for row in rows_by_node[node]:
+            if snap.used[row, node] + (int(held[row]) if held is not None else 0) > snap.alloc[row, node]:
+                return False
     for node in placed_on if domain_wide else nodes:
         for pi in placed_on[node]:
             if not ev.reads_other_pods(pi):
@@ -238,9 +277,21 @@ def preempt_pod_group(
         return NOT_WITH_TOPOLOGY
     priority = int(pg.spec.priority or 0)
     policy = (pg.spec.preemptionPolicy if view.group_preemption_policy else None) or pods[0].preemption_policy
-    reason = ineligibility(view, policy, pods, priority)
+    reason = ineligibility(policy)
     if reason is not None:
         return reason
+    meta = pg.metadata
+    preemption = Preemption(
+        preemptor=f"{meta.namespace}/{meta.name}",
+        kind="podgroup",
+        uid=meta.uid or f"{meta.namespace}/{meta.name}",
+        scheduler_name=pods[0].scheduler_name,
+        victims=[],
+        priority=priority,
+    )
+    if terminating_on(view, nominated_nodes(view, pods), priority):
+        preemption.ongoing = True
+        return preemption
     units = lower_priority_units(view, priority)
     if not units:
         return NO_VICTIMS_FOR_GROUP
@@ -255,12 +306,6 @@ def preempt_pod_group(
     finally:
         result.revert()
         out.restore()
-    meta = pg.metadata
-    return Preemption(
-        preemptor=f"{meta.namespace}/{meta.name}",
-        kind="podgroup",
-        uid=meta.uid or f"{meta.namespace}/{meta.name}",
-        scheduler_name=pods[0].scheduler_name,
-        victims=victims,
-        nominations=[(pi.key, node) for pi, node in result.placed],
-    )
+    preemption.victims = victims
+    preemption.nominations = [(pi.key, node) for pi, node in result.placed]
+    return preemption

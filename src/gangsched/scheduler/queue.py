@@ -103,6 +103,14 @@ class SchedulingQueue:
         if root is not None and root.state == "unschedulable":
             self._to_backoff(root)
 
+    def activate(self, key: RootKey) -> None:
+        """Straight to active, whatever its backoff: the event it waited for has come (the last victims of
+        its preemption are gone), so waiting longer would only leave the room it made unused."""
+        root = self._roots.get(key)
+        if root is not None and root.state in ("unschedulable", "backoff"):
+            root.state = "active"
+            heapq.heappush(self._active, (root.sort_key(), key))
+
     def move_all_to_active(self) -> None:
         for key in sorted(self._parked, key=lambda k: self._roots[k].seq):  # in queue order, as before
             self._to_backoff(self._roots[key])

@@ -20,13 +20,21 @@ from .backfill import Backfill, BackfillSettings
 from .claims_stage import CLAIM_KINDS, ClaimsStage
 from .consistency import pod_group_error, tree_error
 from .cycle import Code, GroupAttempt, GroupResult, run_group_cycle
-from .decision import ClaimReservation, Condition, ConditionChange, Decision, Notice, VolumeBinding
+from .decision import (
+    ClaimReservation,
+    Condition,
+    ConditionChange,
+    Decision,
+    Nomination,
+    Notice,
+    VolumeBinding,
+)
 from .evaluator import Evaluator
 from .hierarchy import Hierarchy, topology_key
 from .outcome import POD_SCHEDULED, bind, group_condition, pod_failed, record_tree
 from .plugins import BoolArray
 from .podinfo import PodInfo, PodKey, is_terminal, pod_info
-from .postfilter import preempt_after_failure
+from .postfilter import PostFilterResult, preempt_after_failure
 from .preemption import PreemptionView
 from .queue import QueuedRoot, RootKey, SchedulingQueue
 from .snapshot import Snapshot
@@ -98,6 +106,12 @@ class Scheduler:
         self._gated_in_group: dict[tuple[str, str], set[PodKey]] = {}
         self._gating_reported: dict[PodKey, str] = {}
         self._queue_entries: dict[tuple[str, str], tuple[RootKey, int, tuple[float, int]]] = {}
+        # Upstream's nominator: pending pods of ours nominated to a node (from status.nominatedNodeName, or
+        # from our own decisions before their write lands). The snapshot mirrors it as held room.
+        self._nominated: dict[PodKey, str] = {}
+        # Victims of our preemptions not yet gone -> the root that preempted them: a victim's deletion
+        # activates its preemptor at once (no backoff) so that it takes the room it made.
+        self._victim_of: dict[PodKey, RootKey] = {}
         self._order = 0
         self.cycles = 0
         self.backfill = Backfill(self, profile.backfill) if profile.backfill is not None else None
@@ -170,6 +184,10 @@ class Scheduler:
             self.backfill.touch(change)  # work started or ended, or a root came: the plan rests on it
         if change.action == "delete":
             pi = self._pods.pop(key, None)
+            self._set_nomination(key, None)
+            preemptor = self._victim_of.pop(key, None)
+            if preemptor is not None:
+                self.queue.activate(preemptor)
             self._ungate(key, pi.group if pi is not None else None)
             if self._snap is not None:
                 self._snap.remove(key)
@@ -189,6 +207,7 @@ class Scheduler:
             pi.pod = pod  # live informers replace objects on update; what it identifies stays immutable
         bound = bool(pod.spec.nodeName)
         terminal = is_terminal(pod)
+        self._track_nomination(pi, change, pending=not bound and not terminal)
         if terminal and pi.group is not None:  # kube-scheduler's pod informer filters terminal pods out
             self._members.get(pi.group, set()).discard(key)
         if self._snap is not None:
@@ -211,6 +230,47 @@ class Scheduler:
             # A member bound (by this scheduler or anyone) requeues its group, as upstream's assigned-pod
             # events do: members still pending get a cycle of their own, which may preempt.
             self.queue.move_to_active(self._queue_entry(pi)[0])
+
+    def _track_nomination(self, pi: PodInfo, change: Change, *, pending: bool) -> None:
+        """Upstream's nominator on pod add/update: a pending pod of ours is nominated where its status says; a
+        status without one keeps a nomination we made whose write has not landed yet, unless the previous
+        object had one (someone cleared it). Bound, finished or not ours: no nomination."""
+        if not pending or not self._ours(pi):
+            self._set_nomination(pi.key, None)
+            return
+        status = pi.pod.status.nominatedNodeName if pi.pod.status is not None else None
+        if status:
+            self._set_nomination(pi.key, status)
+            return
+        old = change.old
+        if old is not None and old is not pi.pod and old.status is not None and old.status.nominatedNodeName:
+            self._set_nomination(pi.key, None)
+
+    def _set_nomination(self, key: PodKey, node_name: str | None) -> None:
+        """Record (or with None drop) `key`'s nomination in the nominator and the snapshot."""
+        if node_name is None:
+            if self._nominated.pop(key, None) is not None and self._snap is not None:
+                self._snap.unnominate(key)
+            return
+        if self._nominated.get(key) == node_name:
+            return
+        self._nominated[key] = node_name
+        if self._snap is not None:
+            self._hold(key, node_name)
+
+    def _hold(self, key: PodKey, node_name: str) -> None:
+        """Mirror a nomination in the snapshot (not for a pod counted there already, nor an unknown node)."""
+        snap, pi = self._snap, self._pods.get(key)
+        assert snap is not None
+        node = snap.index.get(node_name)
+        if pi is None or node is None or key in snap.placed:
+            snap.unnominate(key)
+            return
+        snap.nominate(key, node, self._evaluator().vector(pi), pi.priority)
+
+    def nominated_node(self, key: PodKey) -> str | None:
+        """Where the nominator holds room for `key` (None: nowhere)."""
+        return self._nominated.get(key)
 
     def _on_pod_group(self, change: Change) -> None:
         group = change.key
@@ -383,6 +443,8 @@ class Scheduler:
                     node = snap.index.get(pod.spec.nodeName)
                     if node is not None:
                         snap.place(key, node, self._ev.vector(pi), pi.traits)
+            for key, node_name in self._nominated.items():
+                self._hold(key, node_name)
         return self._ev
 
     def _namespace_labels(self, namespace: str) -> dict[str, str]:
@@ -513,16 +575,22 @@ class Scheduler:
         now: float,
         rerun: Callable[[], GroupResult] | None = None,
     ) -> Decision:
-        preempted = self._post_filter(pg, pods, result, rerun) if result.code == Code.UNSCHEDULABLE else None
-        if preempted is not None and self.backfill is not None:
-            preempted = self._unless_delaying(root, preempted, result, now)
+        post = self._post_filter(pg, pods, result, rerun) if result.code == Code.UNSCHEDULABLE else None
+        if (
+            post is not None
+            and post.decision.evictions
+            and self.backfill is not None
+            and self._unless_delaying(root, post.decision, result, now) is None
+        ):
+            post = PostFilterResult()  # dropped: nothing evicted, nominations as they were
         d = Decision()
         placed = bind(d, self._node_names(), result.placed, self._decided)
         for pi in pods:
             if pi.key not in placed:
                 reason = "SchedulerError" if result.code == Code.ERROR else "Unschedulable"
                 # waiting on preemption, a pod that fit keeps the group's status as it is
-                message = result.message if preempted is not None else result.pod_message(pi.key)
+                waiting = post is not None and post.waiting
+                message = result.message if waiting else result.pod_message(pi.key)
                 pod_failed(d, pi, reason, result.failures.get(pi.key) or message)
         if pg is not None:
             group_condition(d, "PodGroup", pg, result.code, result.message)
@@ -531,19 +599,25 @@ class Scheduler:
             if self.backfill is not None:
                 self.backfill.forget(root.key)
         else:
+            # Upstream's FailureHandler: to the unschedulable pool, even after a preemption; the deletion of
+            # its last victims activates it (see _on_pod), other events move it with its backoff.
             self.queue.requeue_failed(root.key, now, len(pods))
             if self.backfill is not None:
                 self.backfill.failed(root.key)
-            if pg is not None and self.profile.explain_pending and not preempted:
+            if pg is not None and self.profile.explain_pending and (post is None or not post.waiting):
                 self._why_pending(d, root.key)
-        if preempted is not None:
+        if post is None and result.code == Code.ERROR:
+            post = PostFilterResult(_clear_nominations(pods, self._nominated))
+        if post is not None:
+            preempted = post.decision
+            self._nominate(preempted)
             d.extend(preempted)
-            # Evictions make room for it: retry at once rather than after a backoff. A preemption that
-            # needed no victims brings no deletion event, so requeue it here either way (with its backoff
-            # then, so that a cycle that keeps failing still lets time move on).
-            if preempted.evictions:
-                root.ready_at = now
-            self.queue.move_to_active(root.key)
+            for e in preempted.evictions:
+                self._victim_of[e.pod] = root.key
+            if post.retry:
+                # A preemption that needed no victims brings no deletion event: requeue it with its
+                # backoff, so that a cycle that keeps failing still lets time move on.
+                self.queue.move_to_active(root.key)
         return d
 
     def _why_pending(self, d: Decision, root: RootKey) -> None:
@@ -559,6 +633,20 @@ class Scheduler:
             ConditionChange(kind, (ns, name), Condition(WHY_PENDING, "True", "Pending", text))
         )
         d.events.append(Notice("Normal", "WhyPending", f"{kind} {ns}/{name}", text))
+
+    def _nominate(self, d: Decision) -> None:
+        """Keep only the nominations that change something (one write per decision) and record them in the
+        nominator at once, as upstream's FailureHandler does before the status patch is sent."""
+        changes = []
+        for n in d.nominations:
+            current = self._nominated.get(n.pod)
+            pi = self._pods.get(n.pod)
+            status = pi.pod.status.nominatedNodeName if pi is not None and pi.pod.status is not None else None
+            if current == n.node and (status or None) == n.node:
+                continue
+            self._set_nomination(n.pod, n.node)
+            changes.append(n)
+        d.nominations = changes
 
     def _backfill_nodes(self, root: QueuedRoot, now: float) -> BoolArray | None:
         """Under gang-backfill, the nodes this root may take without delaying a reservation (backfill.py)."""
@@ -591,7 +679,7 @@ class Scheduler:
 
     def _post_filter(
         self, pg: Any, pods: list[PodInfo], result: GroupResult, rerun: Callable[[], GroupResult] | None
-    ) -> Decision | None:
+    ) -> PostFilterResult:
         """Preemption after an Unschedulable cycle (postfilter.py), so never in a cycle that binds."""
         view = PreemptionView(
             self._evaluator(), self._pods, self.store, self.rng, self.gates.pod_group_preemption_policy
@@ -644,17 +732,25 @@ class Scheduler:
         return d
 
 
+def _clear_nominations(pods: list[PodInfo], nominated: dict[PodKey, str]) -> Decision:
+    """A cycle that ended in an error clears its pods' nominations (upstream's clearNominatedNode)."""
+    return Decision(nominations=[Nomination(pi.key, None) for pi in pods if pi.key in nominated])
+
+
 def run_until_stable(store: Store, scheduler: Scheduler, *, max_cycles: int = 10_000_000) -> float:
-    """Schedule and apply until nothing can change; returns the virtual time reached (backoffs waited)."""
+    """Schedule and apply until nothing can change; returns the virtual time reached (backoffs waited,
+    terminating pods gone)."""
     now = 0.0
     store.clock = lambda: now  # conditions are stamped with the virtual time reached
     for _ in range(max_cycles):
         decision = scheduler.schedule_one(now)
         if decision is None:
-            ready = scheduler.queue.next_ready_at()
-            if ready is None:
+            next_times = (scheduler.queue.next_ready_at(), store.next_termination_at())
+            waits = [t for t in next_times if t is not None]
+            if not waits:
                 return now
-            now = max(now, ready)
+            now = max(now, min(waits))
+            store.finish_terminations(now)
             continue
         store.apply(decision)
     raise RuntimeError(f"scheduler did not settle within {max_cycles} cycles")

@@ -10,6 +10,11 @@ every pod placed or removed is appended to `pod_log` with its traits, so per-nod
 label selectors, affinity terms: `podcounts.py`) can follow the same way. Both logs are cleared together
 (`clear_logs`), which bumps `generation` so that every follower starts over.
 `place` returns its undo, as upstream's AssumeAndReserveInSnapshot returns a revert function.
+
+Pods nominated to a node by preemption (upstream's nominator) are kept apart from `used`: they hold room only
+in the filters of pods of equal or lower priority (`held_for`), one (resources x nodes) array per priority
+level, so a pod's check costs a sum over the levels at or above its own, not a pass over pods. Placing a
+nominated pod (assume/reserve) takes its nomination away, and the undo gives it back (docs/preemption.md).
 """
 
 from __future__ import annotations
@@ -102,6 +107,11 @@ class Snapshot:
         self.carriers = 0  # placed pods whose own affinity terms other pods' cycles must read
         # pod key -> (node index, vector) for every pod counted in `used` (bound, assumed or reserved).
         self.placed: dict[tuple[str, str], tuple[int, PodVector]] = {}
+        # pod key -> (node index, vector, priority) for pending pods nominated to a node; not in `used`.
+        self.nominated: dict[tuple[str, str], tuple[int, PodVector, int]] = {}
+        self._held: dict[int, Int64Array] = {}  # priority -> requests nominated at that priority, per node
+        self._held_pods: dict[int, int] = {}  # priority -> how many pods are nominated at that priority
+        self._held_for: dict[int, tuple[npt.NDArray[np.intp], Int64Array]] = {}  # cache of held_for
 
     # --- resources -------------------------------------------------------------------------------------
     def _row(self, resource: str, grow: bool = True) -> int:
@@ -114,6 +124,8 @@ class Snapshot:
                 zeros = np.zeros((1, self.alloc.shape[1]), dtype=np.int64)
                 self.alloc = np.vstack([self.alloc, zeros])
                 self.used = np.vstack([self.used, zeros])
+                self._held = {p: np.vstack([a, zeros]) for p, a in self._held.items()}
+                self._held_for.clear()
         return row
 
     def vector(self, requests: dict[str, int], nonzero: tuple[int, int]) -> PodVector:
@@ -198,6 +210,64 @@ class Snapshot:
             name: (np.array(idx, dtype=np.intp), size) for name, (idx, size) in held.items()
         }
 
+    # --- nominated pods ----------------------------------------------------------------------------------
+    def nominate(self, key: tuple[str, str], node: int, vec: PodVector, priority: int) -> None:
+        """`key` (pending) holds `vec` on `node` for pods of priority <= `priority`; replaces any earlier
+        nomination of it."""
+        self.unnominate(key)
+        held = self._held.get(priority)
+        if held is None:
+            held = self._held[priority] = np.zeros_like(self.alloc)
+        for row, v in vec.rows:
+            held[row, node] += v
+        self._held_pods[priority] = self._held_pods.get(priority, 0) + 1
+        self.nominated[key] = (node, vec, priority)
+        self._held_for.clear()
+
+    def unnominate(self, key: tuple[str, str]) -> tuple[int, PodVector, int] | None:
+        """Drop `key`'s nomination; returns what it was (None if it had none)."""
+        entry = self.nominated.pop(key, None)
+        if entry is None:
+            return None
+        node, vec, priority = entry
+        held = self._held[priority]
+        for row, v in vec.rows:
+            held[row, node] -= v
+        self._held_pods[priority] -= 1
+        if not self._held_pods[priority]:
+            del self._held[priority], self._held_pods[priority]
+        self._held_for.clear()
+        return entry
+
+    def held_for(
+        self, priority: int, key: tuple[str, str] | None = None
+    ) -> tuple[npt.NDArray[np.intp], Int64Array]:
+        """What nominated pods of priority >= `priority` other than `key` hold, as (node indexes, requests
+        on those nodes: resources x len(nodes)) - upstream's addGENominatedPods, for every node at once."""
+        cached = self._held_for.get(priority)
+        if cached is None:
+            levels = [a for p, a in self._held.items() if p >= priority]
+            total = np.sum(levels, axis=0) if levels else np.zeros((len(self.resources), 0), dtype=np.int64)
+            cols = np.flatnonzero(total.any(axis=0)) if levels else np.zeros(0, dtype=np.intp)
+            cached = (cols, total[:, cols] if levels else total)
+            self._held_for[priority] = cached
+        own = self.nominated.get(key) if key is not None else None
+        if own is None or own[2] < priority:
+            return cached
+        cols, held = cached[0], cached[1].copy()
+        at = int(np.searchsorted(cols, own[0]))
+        for row, v in own[1].rows:
+            held[row, at] -= v
+        return cols, held
+
+    def held_on(self, node: int, priority: int, key: tuple[str, str] | None = None) -> Int64Array | None:
+        """`held_for` on one node (a column over resources), or None when nothing is held there."""
+        cols, held = self.held_for(priority, key)
+        if not cols.size:
+            return None
+        at = int(np.searchsorted(cols, node))
+        return held[:, at] if at < cols.size and cols[at] == node else None
+
     # --- usage ---------------------------------------------------------------------------------------------
     def clear_logs(self) -> None:
         """Drop both change logs; every follower sees the new generation and rebuilds."""
@@ -215,9 +285,11 @@ class Snapshot:
     def place(
         self, key: tuple[str, str], node: int, vec: PodVector, traits: PodTraits | None = None
     ) -> Callable[[], None]:
-        """Count `key` on `node` (with its `traits`, or those it was placed with before); returns the undo."""
+        """Count `key` on `node` (with its `traits`, or those it was placed with before), ending its
+        nomination as upstream's assume does; returns the undo, which gives the nomination back."""
         if traits is not None:
             self.traits[key] = traits
+        nomination = self.unnominate(key) if self.nominated else None
         self._log_pod(key, node, 1)
         for row, v in vec.rows:
             self.used[row, node] += v
@@ -228,6 +300,8 @@ class Snapshot:
 
         def undo() -> None:
             self.remove(key)
+            if nomination is not None:
+                self.nominate(key, *nomination)
 
         return undo
 

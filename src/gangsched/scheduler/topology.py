@@ -197,7 +197,9 @@ def place_with_topology(
     if not options:
         return GroupResult(Code.UNSCHEDULABLE, "0/0 placements are available")
     first: GroupResult | None = None
-    if len({pi.signature for pi in attempt.pods}) == 1:
+    # The per-domain capacity sums know nothing of nominated pods: with any nomination held, every placement
+    # runs the real cycle, whose filters count them.
+    if len({pi.signature for pi in attempt.pods}) == 1 and not snap.nominated:
         index, pods, most = _fast(ev, attempt, key, options)
     else:
         index, pods, most, first = _full(ev, attempt, options)

@@ -1,9 +1,15 @@
 """In-memory object store with change events: the face the CLI, the simulator and (later) the live informer
-cache all offer the scheduler. It applies Decisions; it decides nothing."""
+cache all offer the scheduler. It applies Decisions; it decides nothing.
+
+Evicted pods leave at once by default (`gangsched schedule`). With `termination_seconds` > 0 they terminate as
+on a cluster: the eviction sets `metadata.deletionTimestamp` (an update: the pod still holds its node) and the
+pod is deleted for good once that long has passed on the store's clock (`finish_terminations`), as a kubelet
+does after the grace period. A pod already terminating is not evicted twice."""
 
 from __future__ import annotations
 
 import datetime as dt
+import heapq
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -25,7 +31,7 @@ def key_of(obj: Any) -> Key:
 class Store:
     """Objects by kind and key, in first-seen order, with listeners called on every change."""
 
-    def __init__(self, clock: Callable[[], float] = lambda: 0.0) -> None:
+    def __init__(self, clock: Callable[[], float] = lambda: 0.0, *, termination_seconds: float = 0.0) -> None:
         self._objects: dict[str, dict[Key, Any]] = {}
         self._order: dict[tuple[str, Key], int] = {}
         self._listeners: list[Callable[[Change], None]] = []
@@ -35,6 +41,8 @@ class Store:
         self.events: list[Notice] = []
         self.evictions: list[Eviction] = []
         self.volume_bindings: list[VolumeBinding] = []
+        self.termination_seconds = termination_seconds
+        self._terminating: list[tuple[float, int, Key]] = []  # (gone at, seq, pod key)
 
     # --- reading ------------------------------------------------------------------------------------------
     def get(self, kind: str, key: Key) -> Any | None:
@@ -219,6 +227,35 @@ class Store:
             else:
                 self._set_group_condition(obj, change.condition)
         for e in decision.evictions:
-            if self.delete("Pod", e.pod) is not None:
+            if self._evict(e.pod):
                 self.evictions.append(e)
         self.events.extend(decision.events)
+
+    # --- terminating pods ---------------------------------------------------------------------------------
+    def _evict(self, key: Key) -> bool:
+        """Delete the pod now, or start its termination; False if it is gone or already terminating."""
+        if self.termination_seconds <= 0:
+            return self.delete("Pod", key) is not None
+        pod = self.get("Pod", key)
+        if pod is None or pod.metadata.deletionTimestamp is not None:
+            return False
+        pod.metadata.deletionTimestamp = self._now()
+        self._seq += 1
+        heapq.heappush(self._terminating, (self.clock() + self.termination_seconds, self._seq, key))
+        self._emit(Change("update", "Pod", key, pod))
+        return True
+
+    def next_termination_at(self) -> float | None:
+        """When the next terminating pod is gone (store clock), or None."""
+        return self._terminating[0][0] if self._terminating else None
+
+    def finish_terminations(self, now: float) -> int:
+        """Delete the pods whose termination ended by `now`; returns how many."""
+        done = 0
+        while self._terminating and self._terminating[0][0] <= now:
+            _, _, key = heapq.heappop(self._terminating)
+            pod = self.get("Pod", key)
+            if pod is not None and pod.metadata.deletionTimestamp is not None:
+                self.delete("Pod", key)
+                done += 1
+        return done
