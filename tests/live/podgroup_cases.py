@@ -365,8 +365,8 @@ def preemption_pdb_reprieve(h: Harness) -> Checkpoints:
 
 def preemption_despite_pdb(h: Harness) -> Checkpoints:
     """The only possible victim is covered by a budget: preemption still takes it (upstream weighs budgets but
-    may violate them). The Eviction API refuses (429) a running pod its budget covers; gangsched then deletes
-    it, as kube-scheduler deletes its victims."""
+    may violate them). Both schedulers delete their victims (no Eviction API, which would refuse with 429 a
+    running pod its budget covers)."""
     h.pdb("protect", {"app": "protected"})
     h.blocker("protected", "2", priority_class="gs-test-low", labels={"app": "protected"}, running=True)
     h.group("g", 3, priority_class="gs-test-high")

@@ -11,12 +11,16 @@ asynchronous binding cycle): the scheduler goes on with the next root while writ
    A group's `PodGroupInitiallyScheduled=True` is written only once all its bindings succeeded.
 2. Conditions: pod conditions by strategic merge on pods/status, group conditions (with observedGeneration)
    by merge patch on the group's /status; a condition already there is not written again.
-3. Nominations: pod status nominatedNodeName. 4. Evictions: DisruptionTarget first, then the Eviction API.
+3. Nominations: pod status nominatedNodeName, only when it changes (the scheduler already sends only
+   changes; a pod whose cached status says the same is not written again).
+4. Evictions: DisruptionTarget (PreemptionByScheduler) first, then a DELETE, as kube-scheduler's DeletePod; a
+   victim already terminating is not deleted again.
 5. Events: events.k8s.io/v1, through a small separate pool, sent while no binding is in flight (the CPU and
    connections go to bindings first; events are informational).
 A pod's SchedulingGated condition is written a second late, and only if it still waits then.
 
-Contract: `apply` is synchronous and returns at once; `drain()` waits for what is in flight.
+Contract: `apply` is synchronous and returns at once; `drain()` waits for what is in flight; `shutdown(t)`
+waits at most t seconds, then abandons (cancels) what is still in flight.
 """
 
 from __future__ import annotations
@@ -144,6 +148,19 @@ class Applier:
     async def drain(self) -> None:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
+
+    async def shutdown(self, timeout: float) -> int:
+        """Let the writes in flight finish for up to `timeout` seconds, then abandon the rest (a retry loop
+        through an unreachable API server may run for half a minute). Returns how many were abandoned."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.drain(), timeout)
+        left = list(self._tasks)
+        for task in left:
+            task.cancel()
+        await asyncio.gather(*left, return_exceptions=True)
+        if left:
+            log.warning("shutdown: %d API write(s) abandoned after %.0f s", len(left), timeout)
+        return len(left)
 
     def in_flight(self) -> int:
         return len(self._tasks)
@@ -349,6 +366,8 @@ class Applier:
             pod = self.cache.store.get("Pod", n.pod)
             if pod is None or pod.spec.nodeName:
                 return
+            if (pod.status.nominatedNodeName if pod.status else None) == n.node:
+                return  # already says so: a write would change nothing
             patch = {"status": {"nominatedNodeName": n.node}}
             try:
                 status = await self.api.patch_status("Pod", n.pod, patch, strategic=True)
@@ -413,16 +432,18 @@ class Applier:
             await self._write_condition(change)
 
     async def _evict(self, e: Eviction, condition: ConditionChange | None) -> None:
-        """DisruptionTarget, then the Eviction API. The preemption already weighed PodDisruptionBudgets (it
-        spares protected victims where it can, as upstream does); if the API refuses for a budget (429), the
-        victim is deleted as kube-scheduler deletes its victims, or the preemptor could never fit."""
+        """DisruptionTarget, then DELETE with the pod's own grace period, as kube-scheduler does
+        (pkg/scheduler/util DeletePod). Not the Eviction API: the preemption already weighed
+        PodDisruptionBudgets (it spares protected victims where it can, as upstream does), and the Eviction
+        API would overwrite the condition with reason EvictionByEvictionAPI, so the victim would no longer
+        read as terminating by preemption and the preemptor, retried, would preempt again."""
+        pod = self.cache.store.get("Pod", e.pod)
+        if pod is not None and pod.metadata.deletionTimestamp is not None:
+            return  # graceful deletion already started: upstream sends no second call either
         if condition is not None:
             await self._write_condition(condition)
         async with self._writes:
-            status = await self.api.evict(e.pod)
-            if status.code == 429:
-                log.info("evict %s/%s: refused by a PodDisruptionBudget; deleting it", *e.pod)
-                status = await self.api.delete_pod(e.pod)
+            status = await self.api.delete_pod(e.pod)
         self.metrics.evictions.inc("ok" if status.ok or status.code == 404 else "failed")
         if not status.ok and status.code != 404:
             log.warning("evict %s/%s: %s %s", *e.pod, status.code, status.reason)

@@ -132,6 +132,15 @@ class ManagedProcess:
     def alive(self) -> bool:
         return self._proc is not None and self._proc.poll() is None
 
+    def wait(self, timeout: float) -> int | None:
+        """Its exit code once it exits within `timeout` seconds, else None (still running)."""
+        if self._proc is None:
+            return None
+        try:
+            return self._proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return None
+
     def log_tail(self, lines: int = 30) -> str:
         try:
             text = self.log_path.read_text(errors="replace")

@@ -306,12 +306,6 @@ class KubeApi:
         )
         return await self._send("PATCH", RESOURCES[kind].path(ns, name, "status"), patch, content_type)
 
-    async def evict(self, pod: tuple[str, str]) -> ApiStatus:
-        """policy/v1 Eviction: the API server checks PodDisruptionBudgets, answers 429 if one forbids it."""
-        ns, name = pod
-        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": ns}}
-        return await self._send("POST", RESOURCES["Pod"].path(ns, name, "eviction"), body)
-
     async def delete_pod(self, pod: tuple[str, str], *, grace_seconds: int | None = None,
                          uid: str | None = None) -> ApiStatus:  # fmt: skip
         ns, name = pod

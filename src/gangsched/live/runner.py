@@ -62,6 +62,7 @@ INFORMER_KINDS = (
     "Pod",
 )
 IDLE_WAIT = 1.0
+SHUTDOWN_WRITES = 5.0  # seconds the writes in flight get after SIGTERM before they are abandoned
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,12 +149,13 @@ class LiveScheduler:
     def informer_tasks(self) -> list[asyncio.Task[None]]:
         return list(self._tasks)
 
-    async def stop(self) -> None:
+    async def stop(self, writes_timeout: float = SHUTDOWN_WRITES) -> None:
+        """Stop the informers; writes in flight get `writes_timeout` seconds, then are abandoned."""
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self.applier is not None:
-            await self.applier.drain()
+            await self.applier.shutdown(writes_timeout)
 
     # --- the loop -------------------------------------------------------------------------------------------
     async def loop(self) -> None:
@@ -388,6 +390,7 @@ async def run(options: RunOptions) -> int:
         done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         for task in pending - set(live.informer_tasks()):
             task.cancel()
+        await asyncio.gather(*(pending - set(live.informer_tasks())), return_exceptions=True)
         for task in done:
             if not task.cancelled() and task.exception() is not None:
                 log.error("stopping", exc_info=task.exception())
@@ -396,7 +399,7 @@ async def run(options: RunOptions) -> int:
         await live.stop()
         if elector is not None and code == 0:
             with contextlib.suppress(Exception):
-                await elector.release()
+                await asyncio.wait_for(elector.release(), SHUTDOWN_WRITES)
         if server is not None:
             server.close()
         await api.close()

@@ -103,6 +103,13 @@ class SchedulingQueue:
         if root is not None and root.state == "unschedulable":
             self._to_backoff(root)
 
+    def park(self, key: RootKey) -> None:
+        """Back to the unschedulable pool without counting an attempt (it was not tried: upstream's
+        PreEnqueue turned it away)."""
+        root = self._roots.get(key)
+        if root is not None:
+            root.state = "unschedulable"
+
     def activate(self, key: RootKey) -> None:
         """Straight to active, whatever its backoff: the event it waited for has come (the last victims of
         its preemption are gone), so waiting longer would only leave the room it made unused."""

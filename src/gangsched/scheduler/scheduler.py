@@ -70,6 +70,11 @@ class Placer:
         return self.place(nodes)
 
 
+# How long a preemptor waits for its evictions to show (a deletionTimestamp on the victim, or the victim gone)
+# before it may be tried again anyway: live, the eviction calls are in flight meanwhile.
+EVICTION_SEEN_WITHIN = 10.0
+
+
 @dataclass(frozen=True, slots=True)
 class Profile:
     """Which pods are ours and how nodes are scored; `scheduler_names=None` takes every pod (CLI, sim)."""
@@ -112,6 +117,10 @@ class Scheduler:
         # Victims of our preemptions not yet gone -> the root that preempted them: a victim's deletion
         # activates its preemptor at once (no backoff) so that it takes the room it made.
         self._victim_of: dict[PodKey, RootKey] = {}
+        # Evictions decided but not seen yet (victim neither terminating nor gone): root -> victim -> when.
+        # Upstream's preemption executor keeps such a preemptor out of the queue (IsPodRunningPreemption in
+        # PreEnqueue) until its eviction calls are through; so does `_cycle`.
+        self._evicting: dict[RootKey, dict[PodKey, float]] = {}
         self._order = 0
         self.cycles = 0
         self.backfill = Backfill(self, profile.backfill) if profile.backfill is not None else None
@@ -187,6 +196,7 @@ class Scheduler:
             self._set_nomination(key, None)
             preemptor = self._victim_of.pop(key, None)
             if preemptor is not None:
+                self._evicting.get(preemptor, {}).pop(key, None)
                 self.queue.activate(preemptor)
             self._ungate(key, pi.group if pi is not None else None)
             if self._snap is not None:
@@ -208,6 +218,8 @@ class Scheduler:
         bound = bool(pod.spec.nodeName)
         terminal = is_terminal(pod)
         self._track_nomination(pi, change, pending=not bound and not terminal)
+        if key in self._victim_of and pod.metadata.deletionTimestamp is not None:
+            self._evicting.get(self._victim_of[key], {}).pop(key, None)  # its eviction has landed
         if terminal and pi.group is not None:  # kube-scheduler's pod informer filters terminal pods out
             self._members.get(pi.group, set()).discard(key)
         if self._snap is not None:
@@ -466,8 +478,23 @@ class Scheduler:
             self._report_gated(decision)
         return decision if (decision or root is not None) else None
 
+    def _evictions_in_flight(self, root: RootKey, now: float) -> bool:
+        """Has `root` evicted victims that do not show as terminating yet (and not for too long)?"""
+        pending = self._evicting.get(root)
+        if not pending:
+            return False
+        for key, at in list(pending.items()):
+            if now - at > EVICTION_SEEN_WITHIN:
+                del pending[key]
+        return bool(pending)
+
     def _cycle(self, root: QueuedRoot, now: float) -> Decision:
         kind, ns, name = root.key
+        if self._evictions_in_flight(root.key, now):
+            # Not tried while its evictions are in flight: retried then, it would see no terminating victim
+            # yet and preempt a second time. Their deletion (or a later event) brings it back.
+            self.queue.park(root.key)
+            return Decision()
         if kind == "CompositePodGroup":
             return self._tree_cycle(root, now)
         if kind == "Pod":
@@ -614,6 +641,9 @@ class Scheduler:
             d.extend(preempted)
             for e in preempted.evictions:
                 self._victim_of[e.pod] = root.key
+                victim = self._pods.get(e.pod)
+                if victim is not None and victim.pod.metadata.deletionTimestamp is None:
+                    self._evicting.setdefault(root.key, {})[e.pod] = now
             if post.retry:
                 # A preemption that needed no victims brings no deletion event: requeue it with its
                 # backoff, so that a cycle that keeps failing still lets time move on.
