@@ -18,6 +18,7 @@ gone, each nominatedNodeName it had.
 from __future__ import annotations
 
 import copy
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -40,12 +41,20 @@ SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios" / "preemption"
 NAMESPACE_LABEL = "gangsched.test/namespace"
 
 
+def _pending_member(doc: dict[str, Any]) -> bool:
+    spec = doc["spec"]
+    return not spec.get("nodeName") and bool((spec.get("schedulingGroup") or {}).get("podGroupName"))
+
+
 def live_scenarios() -> list[Path]:
     """The preemption scenarios a live cluster can reproduce: not those that need a feature gate off (the
     cluster runs with every gate on) nor those that start from a pod already terminating (the API server
     sets deletionTimestamp only through a deletion)."""
     out = []
+    only = set(filter(None, os.environ.get("GANGSCHED_LIVE_PREEMPTION_CASES", "").split(",")))  # to debug
     for path in sorted(SCENARIOS.glob("*.yaml")):
+        if only and path.stem not in only:
+            continue
         spec = yaml.safe_load(path.read_text())
         if spec.get("gates") or "deletionTimestamp" in path.read_text():
             continue
@@ -151,13 +160,29 @@ class LiveScenario:
         self.client.create(Namespace(metadata=ObjectMeta(name=self.ns, labels=labels)))
         self.client.create(ServiceAccount(metadata=ObjectMeta(name="default", namespace=self.ns)))
         docs = self.spec["objects"]
-        order = ("PriorityClass", "Node", "Workload", "CompositePodGroup", "PodGroup", "PodDisruptionBudget")
-        for kind in order:
-            for doc in (d for d in docs if d["kind"] == kind):
-                getattr(self, f"_create_{kind.lower()}", self._create_namespaced)(copy.deepcopy(doc))
+
+        def create(*kinds: str) -> None:
+            for kind in kinds:
+                for doc in (d for d in docs if d["kind"] == kind):
+                    getattr(self, f"_create_{kind.lower()}", self._create_namespaced)(copy.deepcopy(doc))
+
         pods = [d for d in docs if d["kind"] == "Pod"]
+        waiting = {d["spec"]["schedulingGroup"]["podGroupName"] for d in pods if _pending_member(d)}
+        for d in docs:  # and the composite groups above them
+            if d["kind"] == "PodGroup" and d["metadata"]["name"] in waiting:
+                waiting.add(d["spec"].get("parentCompositePodGroupName") or "")
+        groups = [d for d in docs if d["kind"] in ("CompositePodGroup", "PodGroup")]
+        create("PriorityClass", "Node", "Workload", "PodDisruptionBudget")
+        for doc in groups:
+            if doc["metadata"]["name"] not in waiting:
+                self._create_namespaced(copy.deepcopy(doc))  # the victims' groups: before any preemptor
         for doc in sorted(pods, key=lambda d: not d["spec"].get("nodeName")):  # running pods first
             self._create_pod(copy.deepcopy(doc))
+        # Groups with pending members last: their members wait for them at PreEnqueue, so that a group's first
+        # cycle has all of them, whichever scheduler and however fast (as the in-memory scenario has).
+        for doc in groups:
+            if doc["metadata"]["name"] in waiting:
+                self._create_namespaced(copy.deepcopy(doc))
 
     def _create_priorityclass(self, doc: dict[str, Any]) -> None:
         self.classes[doc["metadata"]["name"]] = int(doc["value"])

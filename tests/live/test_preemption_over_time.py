@@ -57,10 +57,13 @@ def _victims_expected(case: LiveScenario) -> set[str] | int | None:
 
 def _compare(case: str, kube: Result, ours: Result, expected: set[str] | int | None) -> list[str]:
     problems = []
-    if isinstance(expected, int):
+    if isinstance(expected, int):  # which victims is a coin toss: how many, and which pending pods bound
         if not len(kube.victims) == len(ours.victims) == expected:
             problems.append(f"{case}: victims kube {kube.victims} gangsched {ours.victims}, want {expected}")
-    elif kube.victims != ours.victims or (expected is not None and ours.victims != expected):
+        if kube.pending != ours.pending:
+            problems.append(f"{case}: still pending kube {kube.pending} gangsched {ours.pending}")
+        return problems
+    if kube.victims != ours.victims or (expected is not None and ours.victims != expected):
         problems.append(f"{case}: victims kube {kube.victims} gangsched {ours.victims}, expected {expected}")
     if set(kube.bound) != set(ours.bound):
         problems.append(f"{case}: bound kube {sorted(kube.bound)} gangsched {sorted(ours.bound)}")

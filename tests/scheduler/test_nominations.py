@@ -149,3 +149,23 @@ def test_a_nomination_is_written_once_per_decision() -> None:
         written += [(n.pod[1], n.node) for n in d.nominations]
         store.apply(d)
     assert sorted(written) == [("g1", "node-1"), ("g2", "node-1"), ("g3", "node-1")]
+
+
+def test_victims_leaving_one_by_one_the_gang_binds_right_after_the_last() -> None:
+    """Live, victims are deleted one at a time with cycles in between: each departure before the last wakes
+    the gang, which finds its preemption still ongoing and backs off longer; the last departure must still
+    bring it back at once (the delete event of a victim activates its preemptor, whatever its backoff)."""
+    store, scheduler, clock = setup()
+    first = step(store, scheduler, clock)
+    assert first is not None
+    victims = [e.pod for e in first.evictions]
+    for i, victim in enumerate(victims):
+        clock.now = 15.0 + 0.2 * i
+        store.delete("Pod", victim)
+        decisions = list(iter(lambda: step(store, scheduler, clock), None))
+        assert decisions, f"not tried when {victim[1]} left"
+        bound = [b.pod[1] for d in decisions for b in d.bindings]
+        if i < len(victims) - 1:
+            assert not bound and not any(d.evictions for d in decisions)
+        else:
+            assert sorted(bound) == ["g1", "g2", "g3"], "not bound at once after its last victim left"

@@ -109,12 +109,14 @@ class SchedulingQueue:
         root = self._roots.get(key)
         if root is not None:
             root.state = "unschedulable"
+            self._parked.add(key)
 
     def activate(self, key: RootKey) -> None:
         """Straight to active, whatever its backoff: the event it waited for has come (the last victims of
         its preemption are gone), so waiting longer would only leave the room it made unused."""
         root = self._roots.get(key)
         if root is not None and root.state in ("unschedulable", "backoff"):
+            self._parked.discard(key)
             root.state = "active"
             heapq.heappush(self._active, (root.sort_key(), key))
 
