@@ -276,7 +276,8 @@ class LiveScenario:
     def expected_bound(self) -> set[str]:
         """Pods the scenario expects bound in the end (its first `expect`)."""
         pods = (self.spec.get("expect") or {}).get("pods") or {}
-        out = {name for name, want in pods.items() if isinstance(want, str) and want != "pending"}
+        out = {name for name, want in pods.items() if isinstance(want, list) or want not in ("pending", None)}
+        out -= {name for name, want in pods.items() if isinstance(want, dict)}
         for prefix, n in ((self.spec.get("expect") or {}).get("count_bound") or {}).items():
             if n:
                 out |= {p for p in self.pending_at_start if p.startswith(prefix)}
