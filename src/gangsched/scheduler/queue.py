@@ -3,6 +3,9 @@
 A root is in exactly one place: active (ready to try, ordered by priority then timestamp), backoff (tried and
 failed; ready again at `ready_at`), unschedulable (failed; waits for an event that may help) or absent.
 Gating (PreEnqueue) is decided by the scheduler, which simply does not add a gated root.
+A root left in the unschedulable pool longer than `max_unschedulable_s` (upstream's
+podMaxInUnschedulablePodsDuration, 5 min) is moved back at the next `pop`, as upstream's periodic
+flushUnschedulableEntitiesLeftover does: a safety net for events no hint foresaw (docs/queue.md).
 Time is passed in (a virtual clock in the CLI and the simulator, wall time live), never read here.
 """
 
@@ -18,6 +21,7 @@ RootKey = tuple[str, str, str]  # (kind, namespace, name)
 
 INITIAL_BACKOFF = 1.0
 MAX_BACKOFF = 10.0
+MAX_UNSCHEDULABLE_SECONDS = 300.0  # DefaultPodMaxInUnschedulablePodsDuration
 
 
 def backoff_seconds(attempts: int, group_size: int) -> float:
@@ -38,6 +42,7 @@ class QueuedRoot:
     ready_at: float = 0.0
     state: str = "active"
     seq: int = field(default=0)
+    unschedulable_since: float = 0.0
 
     def sort_key(self) -> tuple[int, tuple[float, int], int]:
         return (-self.priority, self.timestamp, self.seq)
@@ -46,14 +51,17 @@ class QueuedRoot:
 class SchedulingQueue:
     """Priority queue of roots with backoff and an unschedulable pool. Not thread-safe."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_unschedulable_s: float | None = MAX_UNSCHEDULABLE_SECONDS) -> None:
+        """`max_unschedulable_s=None`: no periodic flush (a closed simulation, where every event is known)."""
         self._roots: dict[RootKey, QueuedRoot] = {}
         self._active: list[tuple[tuple[int, tuple[float, int], int], RootKey]] = []
         self._backoff: list[tuple[float, int, RootKey]] = []
+        self._unschedulable: list[tuple[float, int, RootKey]] = []  # (since, seq, key), stale entries skipped
         self._seq = 0
         # Roots in the unschedulable pool: what move_all_to_active visits (it runs on every store event
         # that may help, with thousands of roots queued).
         self._parked: set[RootKey] = set()
+        self.max_unschedulable_s = max_unschedulable_s
 
     def __contains__(self, key: RootKey) -> bool:
         return key in self._roots
@@ -96,6 +104,9 @@ class SchedulingQueue:
         root.ready_at = now + backoff_seconds(root.attempts, group_size)
         root.state = "unschedulable"
         self._parked.add(key)
+        root.unschedulable_since = now
+        if self.max_unschedulable_s is not None:
+            heapq.heappush(self._unschedulable, (now, root.seq, key))
 
     def move_to_active(self, key: RootKey) -> None:
         """An event that may help `key`: from the unschedulable pool to backoff (or active once ready)."""
@@ -132,8 +143,20 @@ class SchedulingQueue:
                 root.state = "active"
                 heapq.heappush(self._active, (root.sort_key(), key))
 
+    def _flush_unschedulable_leftover(self, now: float) -> None:
+        """Roots unschedulable for longer than max_unschedulable_s go back to backoff (or active)."""
+        limit = self.max_unschedulable_s
+        if limit is None:
+            return
+        while self._unschedulable and now - self._unschedulable[0][0] > limit:
+            since, _, key = heapq.heappop(self._unschedulable)
+            root = self._roots.get(key)
+            if root is not None and root.state == "unschedulable" and root.unschedulable_since == since:
+                self._to_backoff(root)
+
     def pop(self, now: float) -> QueuedRoot | None:
         """The most important ready root, or None."""
+        self._flush_unschedulable_leftover(now)
         self._flush_backoff(now)
         while self._active:
             sort_key, key = heapq.heappop(self._active)

@@ -36,7 +36,7 @@ from .plugins import BoolArray
 from .podinfo import PodInfo, PodKey, is_terminal, pod_info
 from .postfilter import PostFilterResult, preempt_after_failure
 from .preemption import PreemptionView
-from .queue import QueuedRoot, RootKey, SchedulingQueue
+from .queue import MAX_UNSCHEDULABLE_SECONDS, QueuedRoot, RootKey, SchedulingQueue
 from .snapshot import Snapshot
 from .topology import place_with_topology
 from .tree import TreeNode, TreeResult, evaluate
@@ -87,6 +87,8 @@ class Profile:
     # Say why a failed PodGroup or tree waits and when it starts (explain.py) in a condition of its own
     # (WHY_PENDING) and an Event, beside upstream's; off by default: it costs a plan of the queue.
     explain_pending: bool = False
+    # Upstream's podMaxInUnschedulablePodsDuration: a root unschedulable this long is retried anyway.
+    max_unschedulable_s: float | None = MAX_UNSCHEDULABLE_SECONDS
 
 
 def _min_count(pg: Any) -> tuple[bool, int]:
@@ -102,7 +104,7 @@ class Scheduler:
         self.gates = gates
         self.profile = profile
         self.rng = np.random.default_rng(seed)
-        self.queue = SchedulingQueue()
+        self.queue = SchedulingQueue(max_unschedulable_s=profile.max_unschedulable_s)
         self._snap: Snapshot | None = None
         self._ev: Evaluator | None = None
         self._pods: dict[PodKey, PodInfo] = {}
@@ -189,6 +191,12 @@ class Scheduler:
 
     def _on_pod(self, change: Change) -> None:
         key, pod = change.key, change.obj
+        if change.action != "delete" and is_terminal(pod):
+            # kube-scheduler's pod informer lists only pods that are not Succeeded/Failed: a pod turning
+            # terminal leaves its cache as a delete does (frees its node, requeues who may use it).
+            if key in self._pods:
+                self._on_pod(Change("delete", "Pod", key, pod, change.old))
+            return
         if self.backfill is not None:
             self.backfill.touch(change)  # work started or ended, or a root came: the plan rests on it
         if change.action == "delete":
@@ -216,20 +224,14 @@ class Scheduler:
         else:
             pi.pod = pod  # live informers replace objects on update; what it identifies stays immutable
         bound = bool(pod.spec.nodeName)
-        terminal = is_terminal(pod)
-        self._track_nomination(pi, change, pending=not bound and not terminal)
+        self._track_nomination(pi, change, pending=not bound)
         if key in self._victim_of and pod.metadata.deletionTimestamp is not None:
             self._evicting.get(self._victim_of[key], {}).pop(key, None)  # its eviction has landed
-        if terminal and pi.group is not None:  # kube-scheduler's pod informer filters terminal pods out
-            self._members.get(pi.group, set()).discard(key)
-        if self._snap is not None:
-            if bound and not terminal and key not in self._snap.placed:
-                node = self._snap.index.get(pod.spec.nodeName)
-                if node is not None:
-                    self._snap.place(key, node, self._evaluator().vector(pi), pi.traits)
-            elif terminal:
-                self._snap.remove(key)
-        if not bound and not terminal and self._ours(pi):
+        if self._snap is not None and bound and key not in self._snap.placed:
+            node = self._snap.index.get(pod.spec.nodeName)
+            if node is not None:
+                self._snap.place(key, node, self._evaluator().vector(pi), pi.traits)
+        if not bound and self._ours(pi):
             self._admit(pi)
         if change.action == "add" and pi.group is not None and self._own_gate_open(pi.group):
             # One more member (pending or bound) may lift the gang's minCount gate for the others,
@@ -238,7 +240,7 @@ class Scheduler:
             groups = self.hierarchy.tree_groups(root) if root[0] == "CompositePodGroup" else [pi.group]
             for group in groups:
                 self._regate(group, only_gated=True)
-        if bound and not terminal and pi.group is not None:
+        if bound and pi.group is not None:
             # A member bound (by this scheduler or anyone) requeues its group, as upstream's assigned-pod
             # events do: members still pending get a cycle of their own, which may preempt.
             self.queue.move_to_active(self._queue_entry(pi)[0])
