@@ -75,6 +75,20 @@ def test_generic_workload_off_schedules_pod_by_pod() -> None:
     )
 
 
+def test_policy_pod_by_pod_splits_like_the_gate_off_and_bad_names_exit_1() -> None:
+    out = as_json("-f", EIGHT_GPU, "--policy", "pod-by-pod")
+    bound = [p["name"] for p in out["pods"] if p["nodeName"]]
+    assert (
+        sum(n.startswith("train-a") for n in bound) == 4 and sum(n.startswith("train-b") for n in bound) == 4
+    )
+    gang = as_json("-f", EIGHT_GPU, "--policy", "gang-strict-fifo")
+    assert sorted(p["name"] for p in gang["pods"] if p["nodeName"]) == [
+        f"train-a-worker-{i}" for i in range(6)
+    ]
+    result = schedule("-f", EIGHT_GPU, "--policy", "fifo")
+    assert result.exit_code == 2 and "'fifo' is not one of 'gang', 'gang-strict-fifo'" in result.output
+
+
 def test_yaml_output_fed_back_gives_the_same_placements() -> None:
     first = schedule("-f", EIGHT_GPU, "-o", "yaml")
     assert first.exit_code == 0, first.output

@@ -20,6 +20,7 @@ from .builder.command import build_manifests, expanded_inputs
 from .report.schedule_output import as_json, as_table, as_yaml
 from .schedule import schedule_objects, settle
 from .scheduler.backfill import BackfillSettings
+from .scheduler.policy import QUEUE_POLICIES
 
 GATES_HELP = (
     "Kubernetes-style A=true,B=false. Gates: "
@@ -44,6 +45,16 @@ def parse_gates(_ctx: click.Context, _param: click.Parameter, value: str | None)
 
 gates_option = click.option("--feature-gates", "gates", callback=parse_gates, default=None, help=GATES_HELP)
 
+
+policy_option = click.option(
+    "--policy",
+    type=click.Choice(list(QUEUE_POLICIES)),
+    default="gang",
+    show_default=True,
+    help="Queue policy: gang (v1.37: priority, then creation; a later group that fits may overtake), "
+    "gang-strict-fifo (no overtaking), gang-sjf (shortest gangsched.io/duration first), "
+    "pod-by-pod (groups ignored, as with GenericWorkload off).",
+)
 
 files_option = click.option(
     "-f",
@@ -187,6 +198,7 @@ def _fail_on_problems(problems: Sequence[Problem]) -> None:
     "(default: score them all).",
 )
 @backfill_options
+@policy_option
 def schedule(
     paths: Sequence[str],
     gates: FeatureGates,
@@ -196,6 +208,7 @@ def schedule(
     placement_limit: bool,
     backfill: BackfillSettings | None,
     **_planning: float,
+    policy: str,
 ) -> None:
     """Schedule the given objects until nothing more can change and print the final state.
 
@@ -205,7 +218,8 @@ def schedule(
     objects, problems = expanded_inputs(paths, gates)
     _fail_on_problems(problems)  # expanded_inputs defaulted every object, the created ones too
     store = schedule_objects(
-        objects, gates, seed=seed, scoring=scoring, placement_limit=placement_limit, backfill=backfill
+        objects, gates, seed=seed, scoring=scoring, placement_limit=placement_limit, backfill=backfill,
+        policy=policy,
     )
     if output == "json":
         click.echo(json.dumps(as_json(store), indent=2))
@@ -345,6 +359,7 @@ def demo(seed: int) -> None:
     help="Write why a group waits and when it starts (as `explain`) into a condition "
     "gangsched.io/WhyPending and a WhyPending Event on it, beside upstream's conditions.",
 )
+@policy_option
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
 def run(config_file: str | None, verbose: bool, feature_gates: str | None, **flags: Any) -> None:
     """Schedule a real cluster as a secondary scheduler: pods with spec.schedulerName = --scheduler-name.
@@ -372,6 +387,7 @@ def run(config_file: str | None, verbose: bool, feature_gates: str | None, **fla
         "leader_elect_lease_duration": "lease_duration",
         "leader_elect_renew_deadline": "renew_deadline",
         "leader_elect_retry_period": "retry_period",
+        "policy": "queue_policy",
     }
     settings.update({names.get(k, k): v for k, v in flags.items() if v is not None})
     try:

@@ -10,6 +10,7 @@ from typing import Any
 from .api.gates import FeatureGates
 from .scheduler import Profile, Scheduler, run_until_stable
 from .scheduler.backfill import BackfillSettings
+from .scheduler.policy import queue_policy
 from .store import Store
 from .store.claim_controller import sync_claims
 
@@ -18,7 +19,7 @@ __all__ = ["Settled", "schedule_objects", "settle"]
 
 def schedule_objects(objects: Iterable[Any], gates: FeatureGates, **options: Any) -> Store:
     """Load `objects` (defaulted and valid) into a fresh store, schedule until nothing changes, return it.
-    `options` are `settle`'s (seed, scoring, placement_limit, backfill)."""
+    `options` are `settle`'s (seed, scoring, placement_limit, backfill, policy)."""
     return settle(objects, gates, **options).store
 
 
@@ -39,6 +40,7 @@ def settle(
     scoring: str = "LeastAllocated",
     placement_limit: bool = False,
     backfill: BackfillSettings | None = None,
+    policy: str = "gang",
 ) -> Settled:
     """`schedule_objects`, keeping the scheduler (for `explain`, which reads its queue and snapshot)."""
     store = Store()
@@ -47,7 +49,9 @@ def settle(
     sync_claims(store, workload_claims=gates.enabled("DRAWorkloadResourceClaims"))
     # The objects live as long as the run: keep the cyclic GC from walking them again and again.
     gc.freeze()
-    profile = Profile(scoring=scoring, placement_limit=placement_limit, backfill=backfill)
+    profile = Profile(
+        scoring=scoring, placement_limit=placement_limit, backfill=backfill, queue_policy=queue_policy(policy)
+    )
     scheduler = Scheduler(store, gates, seed=seed, profile=profile)
     now = run_until_stable(store, scheduler)
     return Settled(store, scheduler, now)

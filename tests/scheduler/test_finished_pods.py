@@ -5,52 +5,22 @@ in the unschedulable pool is retried after podMaxInUnschedulablePodsDuration (5 
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 import pytest
 from lightkube.models.core_v1 import PodStatus
 
-from gangsched.api.gates import FeatureGates
 from gangsched.scheduler import Scheduler, run_until_stable
 from gangsched.scheduler.queue import SchedulingQueue
 from gangsched.store import Store
 
-from ..scenarios.harness import load_objects
-
-
-def _node(name: str, cpu: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name},
-            "status": {"allocatable": {"cpu": cpu, "memory": "8Gi", "pods": "110"}}}  # fmt: skip
-
-
-def _group(name: str, min_count: int) -> dict[str, Any]:
-    return {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
-            "metadata": {"name": name, "namespace": "default"},
-            "spec": {"schedulingPolicy": {"gang": {"minCount": min_count}}}}  # fmt: skip
-
-
-def _pod(name: str, group: str, node: str | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "schedulingGroup": {"podGroupName": group},
-        "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}],
-    }
-    if node:
-        spec["nodeName"] = node
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default"},
-        "spec": spec,
-    }
+from .builders import build, group, node, pod
 
 
 def _two_gangs_one_node() -> tuple[Store, Scheduler]:
     """Node of 3 CPU; gang `a` (3 x 1 CPU) runs on it; gang `b` (3 x 1 CPU) waits."""
-    docs = [_node("n", "3"), _group("a", 3), _group("b", 3)]
-    docs += [_pod(f"a-{i}", "a", node="n") for i in range(3)] + [_pod(f"b-{i}", "b") for i in range(3)]
-    store = Store()
-    store.add_all(load_objects(docs, "test", FeatureGates()))
-    scheduler = Scheduler(store, FeatureGates(), seed=0)
+    docs = [node("n", "3"), group("a", 3), group("b", 3)]
+    docs += [pod(f"a-{i}", "a", node="n") for i in range(3)] + [pod(f"b-{i}", "b") for i in range(3)]
+    store, scheduler = build(docs)
     run_until_stable(store, scheduler)
     assert not any(store.get("Pod", ("default", f"b-{i}")).spec.nodeName for i in range(3))
     return store, scheduler

@@ -31,6 +31,7 @@ from ..api.gates import FeatureGates
 from ..scheduler import Decision, Profile, Scheduler
 from ..scheduler.backfill import BackfillSettings
 from ..scheduler.estimates import History
+from ..scheduler.policy import queue_policy
 from ..store.store import EPOCH, Store
 from .applier import EVENT_WRITES, Applier
 from .cache import LiveCache
@@ -86,6 +87,7 @@ class RunOptions:
     placement_limit: bool = False
     backfill: BackfillSettings | None = None
     explain_pending: bool = False
+    queue_policy: str = "gang"
 
     def profile(self) -> Profile:
         return Profile(
@@ -94,6 +96,7 @@ class RunOptions:
             placement_limit=self.placement_limit,
             backfill=self.backfill,
             explain_pending=self.explain_pending,
+            queue_policy=queue_policy(self.queue_policy),
         )
 
 
@@ -162,7 +165,7 @@ class LiveScheduler:
         scheduler, applier = self.scheduler, self.applier
         assert scheduler is not None and applier is not None
         while True:
-            now = time.monotonic()
+            now = scheduler.clock()  # the Store's wall clock: the queue's times and the conditions' agree
             cycles = scheduler.cycles
             started = time.perf_counter()
             decision = scheduler.schedule_one(now)

@@ -2,7 +2,8 @@
 
 from .cycle import Code, GroupAttempt, GroupResult, run_group_cycle
 from .decision import Binding, Condition, ConditionChange, Decision, Eviction, Nomination, Notice
-from .scheduler import Profile, Scheduler, run_until_stable
+from .scheduler import Profile, Scheduler
+from .timeline import Event, Timeline, VirtualClock, run_until_stable
 
 __all__ = [
     "Binding",
@@ -10,6 +11,7 @@ __all__ = [
     "Condition",
     "ConditionChange",
     "Decision",
+    "Event",
     "Eviction",
     "GroupAttempt",
     "GroupResult",
@@ -17,6 +19,8 @@ __all__ = [
     "Notice",
     "Profile",
     "Scheduler",
+    "Timeline",
+    "VirtualClock",
     "run_group_cycle",
     "run_until_stable",
 ]

@@ -375,6 +375,19 @@ class Evaluator:
         """The pod's class, refreshed: static verdict (`static_ok`), vector (`vec`), fit and score."""
         return self._class(pi)
 
+    def room_for(self, pi: PodInfo) -> int:
+        """How many pods like `pi` the free capacity could hold at once, over the nodes its static filters
+        admit: an upper bound on what any cycle can place (inter-pod rules and topology only lower it)."""
+        c = self._classes.get(pi.signature) or self._class(pi)
+        snap = self.snap
+        room: npt.NDArray[np.int64] | None = None
+        for row, v in c.vec.rows:
+            fits = (snap.alloc[row] - snap.used[row]) // v
+            room = fits if room is None else np.minimum(room, fits)
+        if room is None:
+            return 0
+        return int(np.clip(room[c.static_ok], 0, None).sum())
+
     def vector(self, pi: PodInfo) -> PodVector:
         cached = self._classes.get(pi.signature)
         return cached.vec if cached is not None else self._class(pi).vec

@@ -15,6 +15,8 @@ import heapq
 import math
 from dataclasses import dataclass, field
 
+from .policy import QUEUE_POLICIES, QueuePolicy, SortKey
+
 __all__ = ["QueuedRoot", "RootKey", "SchedulingQueue", "backoff_seconds"]
 
 RootKey = tuple[str, str, str]  # (kind, namespace, name)
@@ -43,18 +45,28 @@ class QueuedRoot:
     state: str = "active"
     seq: int = field(default=0)
     unschedulable_since: float = 0.0
+    runtime: float = math.inf  # known run time (s), for gang-sjf
+    policy: QueuePolicy = QUEUE_POLICIES["gang"]
 
-    def sort_key(self) -> tuple[int, tuple[float, int], int]:
-        return (-self.priority, self.timestamp, self.seq)
+    def sort_key(self) -> SortKey:
+        return self.policy.sort_key(self.priority, self.runtime, self.timestamp, self.seq)
 
 
 class SchedulingQueue:
     """Priority queue of roots with backoff and an unschedulable pool. Not thread-safe."""
 
-    def __init__(self, *, max_unschedulable_s: float | None = MAX_UNSCHEDULABLE_SECONDS) -> None:
-        """`max_unschedulable_s=None`: no periodic flush (a closed simulation, where every event is known)."""
+    def __init__(
+        self,
+        *,
+        max_unschedulable_s: float | None = MAX_UNSCHEDULABLE_SECONDS,
+        policy: QueuePolicy = QUEUE_POLICIES["gang"],
+    ) -> None:
+        """`max_unschedulable_s=None`: no periodic flush (a closed simulation, where every event is known).
+        `policy`: the order of roots; under strict FIFO only the first root in that order is ever popped."""
+        self.policy = policy
         self._roots: dict[RootKey, QueuedRoot] = {}
-        self._active: list[tuple[tuple[int, tuple[float, int], int], RootKey]] = []
+        self._active: list[tuple[SortKey, RootKey]] = []
+        self._all: list[tuple[SortKey, RootKey]] = []  # every root in order (strict FIFO's head)
         self._backoff: list[tuple[float, int, RootKey]] = []
         self._unschedulable: list[tuple[float, int, RootKey]] = []  # (since, seq, key), stale entries skipped
         self._seq = 0
@@ -69,17 +81,24 @@ class SchedulingQueue:
     def get(self, key: RootKey) -> QueuedRoot | None:
         return self._roots.get(key)
 
-    def add(self, key: RootKey, priority: int, timestamp: tuple[float, int]) -> None:
+    def add(
+        self, key: RootKey, priority: int, timestamp: tuple[float, int], runtime: float = math.inf
+    ) -> None:
         """Make `key` active (new roots), keeping attempts and timestamp of a root already known."""
         root = self._roots.get(key)
         if root is None:
             self._seq += 1
-            root = QueuedRoot(key, priority, timestamp, seq=self._seq)
+            root = QueuedRoot(key, priority, timestamp, seq=self._seq, runtime=runtime, policy=self.policy)
             self._roots[key] = root
+            reordered = True
         elif root.state == "active":
             return
+        else:
+            reordered = root.priority != priority
         root.priority = priority
         self._parked.discard(key)
+        if reordered and self.policy.strict_fifo:
+            heapq.heappush(self._all, (root.sort_key(), key))
         if root.attempts:
             self._to_backoff(root)
         else:
@@ -104,6 +123,16 @@ class SchedulingQueue:
         root.ready_at = now + backoff_seconds(root.attempts, group_size)
         root.state = "unschedulable"
         self._parked.add(key)
+        root.unschedulable_since = now
+        if self.max_unschedulable_s is not None:
+            heapq.heappush(self._unschedulable, (now, root.seq, key))
+
+    def park(self, key: RootKey, now: float) -> None:
+        """Back to the unschedulable pool without an attempt (a cycle skipped because it must fail)."""
+        root = self._roots.get(key)
+        if root is None:
+            return
+        root.state = "unschedulable"
         root.unschedulable_since = now
         if self.max_unschedulable_s is not None:
             heapq.heappush(self._unschedulable, (now, root.seq, key))
@@ -154,10 +183,26 @@ class SchedulingQueue:
             if root is not None and root.state == "unschedulable" and root.unschedulable_since == since:
                 self._to_backoff(root)
 
+    def head(self) -> QueuedRoot | None:
+        """The first root in policy order whatever its state (strict FIFO only: None otherwise)."""
+        while self._all:
+            sort_key, key = self._all[0]
+            root = self._roots.get(key)
+            if root is not None and root.sort_key() == sort_key:
+                return root
+            heapq.heappop(self._all)
+        return None
+
     def pop(self, now: float) -> QueuedRoot | None:
-        """The most important ready root, or None."""
+        """The most important ready root, or None. Under strict FIFO: the head, if it is ready."""
         self._flush_unschedulable_leftover(now)
         self._flush_backoff(now)
+        if self.policy.strict_fifo:
+            head = self.head()
+            if head is None or head.state != "active":
+                return None
+            head.state = "in-flight"
+            return head
         while self._active:
             sort_key, key = heapq.heappop(self._active)
             root = self._roots.get(key)
@@ -168,6 +213,9 @@ class SchedulingQueue:
 
     def next_ready_at(self) -> float | None:
         """When the earliest root in backoff becomes ready; None if none is waiting on time."""
+        if self.policy.strict_fifo:
+            head = self.head()
+            return head.ready_at if head is not None and head.state == "backoff" else None
         while self._backoff:
             ready_at, _, key = self._backoff[0]
             root = self._roots.get(key)

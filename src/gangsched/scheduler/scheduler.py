@@ -3,17 +3,19 @@ returns what it decided. It never writes to the store; `run_until_stable` or the
 
     store = Store(); store.add_all(objects)
     scheduler = Scheduler(store, FeatureGates(), seed=0)
-    run_until_stable(store, scheduler)
+    run_until_stable(store, scheduler)      # timeline.py: virtual time, events, run(until)
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..api.duration import DurationError, duration_of
 from ..api.gates import FeatureGates
 from ..store.change import Change
 from .backfill import Backfill, BackfillSettings
@@ -31,9 +33,11 @@ from .decision import (
 )
 from .evaluator import Evaluator
 from .hierarchy import Hierarchy, topology_key
+from .hints import RoomNeed, RoomWaiters
 from .outcome import POD_SCHEDULED, bind, group_condition, pod_failed, record_tree
 from .plugins import BoolArray
 from .podinfo import PodInfo, PodKey, is_terminal, pod_info
+from .policy import QUEUE_POLICIES, QueuePolicy
 from .postfilter import PostFilterResult, preempt_after_failure
 from .preemption import PreemptionView
 from .queue import MAX_UNSCHEDULABLE_SECONDS, QueuedRoot, RootKey, SchedulingQueue
@@ -44,7 +48,7 @@ from .tree import TreeNode, TreeResult, evaluate
 if TYPE_CHECKING:
     from ..store.store import Store
 
-__all__ = ["SCHEDULING_GATES_MESSAGE", "WHY_PENDING", "Placer", "Profile", "Scheduler", "run_until_stable"]
+__all__ = ["SCHEDULING_GATES_MESSAGE", "WHY_PENDING", "Placer", "Profile", "Scheduler"]
 
 WHY_PENDING = "gangsched.io/WhyPending"  # condition type of `Profile.explain_pending`
 
@@ -77,7 +81,8 @@ EVICTION_SEEN_WITHIN = 10.0
 
 @dataclass(frozen=True, slots=True)
 class Profile:
-    """Which pods are ours and how nodes are scored; `scheduler_names=None` takes every pod (CLI, sim)."""
+    """Which pods are ours, how nodes are scored and roots ordered; `scheduler_names=None` takes every pod
+    (CLI, sim). `queue_policy`: see policy.py (`Profile(queue_policy=queue_policy("gang-sjf"))`)."""
 
     scheduler_names: frozenset[str] | None = None
     scoring: str = "LeastAllocated"
@@ -89,6 +94,7 @@ class Profile:
     explain_pending: bool = False
     # Upstream's podMaxInUnschedulablePodsDuration: a root unschedulable this long is retried anyway.
     max_unschedulable_s: float | None = MAX_UNSCHEDULABLE_SECONDS
+    queue_policy: QueuePolicy = QUEUE_POLICIES["gang"]
 
 
 def _min_count(pg: Any) -> tuple[bool, int]:
@@ -104,7 +110,14 @@ class Scheduler:
         self.gates = gates
         self.profile = profile
         self.rng = np.random.default_rng(seed)
-        self.queue = SchedulingQueue(max_unschedulable_s=profile.max_unschedulable_s)
+        self.clock: Callable[[], float] = store.clock  # one clock: a Timeline replaces both with its own
+        self.queue = SchedulingQueue(
+            max_unschedulable_s=profile.max_unschedulable_s, policy=profile.queue_policy
+        )
+        self.waiters = RoomWaiters()
+        self._bound_priority: dict[PodKey, int] = {}  # running pods' priorities: may a root preempt?
+        self._priorities_running: Counter[int] = Counter()
+        self.skipped = 0  # cycles not run because the room bound showed they must fail
         self._snap: Snapshot | None = None
         self._ev: Evaluator | None = None
         self._pods: dict[PodKey, PodInfo] = {}
@@ -141,7 +154,7 @@ class Scheduler:
     # --- keeping in step with the store -------------------------------------------------------------------
     @property
     def use_groups(self) -> bool:
-        return self.gates.generic_workload
+        return self.gates.generic_workload and self.profile.queue_policy.groups
 
     def _ours(self, pi: PodInfo) -> bool:
         names = self.profile.scheduler_names
@@ -159,6 +172,7 @@ class Scheduler:
             self._on_claims_change(change)
         if change.kind in ("Node", "Namespace"):  # namespace labels feed namespaceSelectors
             self._snap = self._ev = None
+            self.waiters.clear()
             self.queue.move_all_to_active()
         elif change.kind == "Pod":
             self._on_pod(change)
@@ -212,7 +226,9 @@ class Scheduler:
             if pi is not None and pi.group is not None:
                 self._members.get(pi.group, set()).discard(key)
             self.queue.remove(("Pod", *key))
-            self.queue.move_all_to_active()  # freed resources may help anyone
+            self.waiters.forget(("Pod", *key))
+            if self._count_running(key, None):
+                self._released()  # only a bound pod's deletion frees room (NodeResourcesFit's hint)
             return
         pi = self._pods.get(key)
         if pi is None:
@@ -227,6 +243,8 @@ class Scheduler:
         self._track_nomination(pi, change, pending=not bound)
         if key in self._victim_of and pod.metadata.deletionTimestamp is not None:
             self._evicting.get(self._victim_of[key], {}).pop(key, None)  # its eviction has landed
+        if bound:
+            self._count_running(key, pi.priority)
         if self._snap is not None and bound and key not in self._snap.placed:
             node = self._snap.index.get(pod.spec.nodeName)
             if node is not None:
@@ -285,6 +303,40 @@ class Scheduler:
     def nominated_node(self, key: PodKey) -> str | None:
         """Where the nominator holds room for `key` (None: nowhere)."""
         return self._nominated.get(key)
+
+    def _count_running(self, key: PodKey, priority: int | None) -> bool:
+        """Track running pods' priorities (`priority=None`: the pod left); True if it was counted before."""
+        old = self._bound_priority.pop(key, None)
+        if old is not None:
+            self._priorities_running[old] -= 1
+            if not self._priorities_running[old]:
+                del self._priorities_running[old]
+        if priority is not None:
+            self._bound_priority[key] = priority
+            self._priorities_running[priority] += 1
+        return old is not None
+
+    def _released(self) -> None:
+        """Room was freed on some node: requeue the roots it may help (hints.py)."""
+        if self._ev is None:
+            self.queue.move_all_to_active()  # no snapshot to bound anything with yet
+            self.waiters.clear()
+            return
+        for root in self.waiters.wake(self._ev.room_for):
+            self.queue.move_to_active(root)
+
+    def _room_need(self, priority: int, pg: Any, pending: list[PodInfo], bound: int) -> RoomNeed | None:
+        """What must fit at once for this root to have a chance (hints.py), or None when no bound applies:
+        pods of several classes, or a running pod of lower priority that preemption might take."""
+        if not pending or any(pi.signature != pending[0].signature for pi in pending):
+            return None
+        if self._priorities_running and min(self._priorities_running) < priority:
+            return None
+        need = 1
+        if pg is not None:
+            gang, min_count = _min_count(pg)
+            need = max(min_count - bound, 1) if gang else 1
+        return RoomNeed(pending[0], need)
 
     def _on_pod_group(self, change: Change) -> None:
         group = change.key
@@ -361,7 +413,7 @@ class Scheduler:
         if root in self.queue:
             self.queue.move_to_active(root)
         else:
-            self.queue.add(root, priority, timestamp)
+            self.queue.add(root, priority, timestamp, self._runtime(root))
 
     def _queue_entry(self, pi: PodInfo) -> tuple[RootKey, int, tuple[float, int]]:
         """(root, priority, timestamp) under which the pod is queued. For group members it is the same for
@@ -377,6 +429,14 @@ class Scheduler:
             self._queue_entries[pi.group] = entry
         return entry
 
+    def _runtime(self, root: RootKey) -> float:
+        """The root's annotated run time (gangsched.io/duration), inf when unknown (gang-sjf's order)."""
+        try:
+            seconds = duration_of(self.store.get(root[0], (root[1], root[2])))
+        except DurationError:
+            return float("inf")  # validation reports it
+        return float("inf") if seconds is None else seconds
+
     def forget(self, pod_keys: Iterable[PodKey]) -> None:
         """Undo the assumed placements of pods whose binding failed (live mode): they leave the snapshot and
         those still pending (the caller has cleared their nodeName) requeue their roots. Idempotent."""
@@ -386,7 +446,7 @@ class Scheduler:
             pi = self._pods.get(key)
             if pi is not None and self._pending(pi) and self._ours(pi):
                 self._admit(pi)
-        self.queue.move_all_to_active()  # the room they held is free again
+        self._released()  # the room they held is free again
 
     # --- read-only views for planners (plan.py, explain.py) ----------------------------------------------
     def snapshot(self) -> Snapshot:
@@ -469,13 +529,17 @@ class Scheduler:
         labels["kubernetes.io/metadata.name"] = namespace
         return labels
 
-    def schedule_one(self, now: float = 0.0) -> Decision | None:
-        """Run the next cycle. Returns what changed (including gating notices), or None when idle."""
+    def schedule_one(self, now: float | None = None) -> Decision | None:
+        """Run the next cycle at `now` (default: the clock). Returns what changed (including gating notices),
+        or None when idle."""
+        if now is None:
+            now = self.clock()
         decision = Decision()
         root = self.queue.pop(now)
         if root is not None:
-            self.cycles += 1
+            skipped = self.skipped
             decision.extend(self._cycle(root, now))
+            self.cycles += self.skipped == skipped
         else:
             self._report_gated(decision)
         return decision if (decision or root is not None) else None
@@ -504,6 +568,8 @@ class Scheduler:
             if pi is None or not self._pending(pi):
                 self.queue.remove(root.key)
                 return Decision()
+            if self._bound_fails(root, None, [pi], 0, now):
+                return Decision()
             attempt = GroupAttempt(min_count=1, gang=False, scheduled=0, pods=[pi])
             result = run_group_cycle(self._evaluator(), attempt, self._backfill_nodes(root, now))
             return self._finish(root, None, [pi], result, now)
@@ -517,11 +583,19 @@ class Scheduler:
         )
         if error:
             return self._finish(root, pg, pending, GroupResult(Code.ERROR, error), now)
+        if self._bound_fails(root, pg, pending, len(bound), now):
+            return Decision()
         gang, min_count = _min_count(pg)
         attempt = GroupAttempt(min_count=min_count, gang=gang, scheduled=len(bound), pods=pending)
         result = self._place_group(pg, attempt, bound, self._backfill_nodes(root, now))
         return self._finish(
-            root, pg, pending, result, now, rerun=lambda: self._place_group(pg, attempt, bound)
+            root,
+            pg,
+            pending,
+            result,
+            now,
+            rerun=lambda: self._place_group(pg, attempt, bound),
+            bound=len(bound),
         )
 
     def _group_members(self, group: tuple[str, str]) -> tuple[list[PodInfo], list[PodInfo]]:
@@ -572,6 +646,20 @@ class Scheduler:
             lambda nodes: self._place_group(pg, attempt, bound, nodes), tuple(pending), needs, tkey, fixed
         )
 
+    def _bound_fails(self, root: QueuedRoot, pg: Any, pending: list[PodInfo], bound: int, now: float) -> bool:
+        """The cheap bound before a full cycle, for a root that already failed one (so its pods carry that
+        failure's reason): if fewer than `need` of its pods fit in the free room, the cycle must fail again,
+        so the root goes back to wait for room without one."""
+        if not root.attempts:
+            return False
+        need = self._room_need(root.priority, pg, pending, bound)
+        if need is None or self._evaluator().room_for(need.like) >= need.need:
+            return False
+        self.skipped += 1
+        self.queue.park(root.key, now)
+        self.waiters.wait(root.key, need)
+        return True
+
     def _domain_of(self, node_name: str, key: str) -> str | None:
         node = self.store.get("Node", ("", node_name))
         labels = (node.metadata.labels or {}) if node is not None else {}
@@ -603,6 +691,7 @@ class Scheduler:
         result: GroupResult,
         now: float,
         rerun: Callable[[], GroupResult] | None = None,
+        bound: int = 0,
     ) -> Decision:
         post = self._post_filter(pg, pods, result, rerun) if result.code == Code.UNSCHEDULABLE else None
         if (
@@ -625,12 +714,16 @@ class Scheduler:
             group_condition(d, "PodGroup", pg, result.code, result.message)
         if result.code == Code.SUCCESS and len(placed) == len(pods):
             self.queue.remove(root.key)
+            self.waiters.forget(root.key)
             if self.backfill is not None:
                 self.backfill.forget(root.key)
         else:
             # Upstream's FailureHandler: to the unschedulable pool, even after a preemption; the deletion of
             # its last victims activates it (see _on_pod), other events move it with its backoff.
             self.queue.requeue_failed(root.key, now, len(pods))
+            left = [pi for pi in pods if pi.key not in placed]
+            need = None if result.code == Code.ERROR else self._room_need(root.priority, pg, left, bound)
+            self.waiters.wait(root.key, need)
             if self.backfill is not None:
                 self.backfill.failed(root.key)
             if pg is not None and self.profile.explain_pending and (post is None or not post.waiting):
@@ -753,10 +846,12 @@ class Scheduler:
         record_tree(d, self.store, nodes, pending, placed, result, invalid=invalid)
         if result.code == Code.SUCCESS and len(placed) == len(pending):
             self.queue.remove(root.key)
+            self.waiters.forget(root.key)
             if self.backfill is not None:
                 self.backfill.forget(root.key)
         else:
             self.queue.requeue_failed(root.key, now, len(pending))
+            self.waiters.wait(root.key, None)  # trees: no bound, any release may help
             if self.backfill is not None:
                 self.backfill.failed(root.key)
             if self.profile.explain_pending:
@@ -767,22 +862,3 @@ class Scheduler:
 def _clear_nominations(pods: list[PodInfo], nominated: dict[PodKey, str]) -> Decision:
     """A cycle that ended in an error clears its pods' nominations (upstream's clearNominatedNode)."""
     return Decision(nominations=[Nomination(pi.key, None) for pi in pods if pi.key in nominated])
-
-
-def run_until_stable(store: Store, scheduler: Scheduler, *, max_cycles: int = 10_000_000) -> float:
-    """Schedule and apply until nothing can change; returns the virtual time reached (backoffs waited,
-    terminating pods gone)."""
-    now = 0.0
-    store.clock = lambda: now  # conditions are stamped with the virtual time reached
-    for _ in range(max_cycles):
-        decision = scheduler.schedule_one(now)
-        if decision is None:
-            next_times = (scheduler.queue.next_ready_at(), store.next_termination_at())
-            waits = [t for t in next_times if t is not None]
-            if not waits:
-                return now
-            now = max(now, min(waits))
-            store.finish_terminations(now)
-            continue
-        store.apply(decision)
-    raise RuntimeError(f"scheduler did not settle within {max_cycles} cycles")

@@ -1,0 +1,79 @@
+"""Queue policies: the order in which waiting roots get a cycle, and whether a later root may overtake one
+that cannot be placed. A Profile holds one (`Profile(queue_policy=queue_policy("gang-sjf"))`, `--policy`).
+
+| name               | order                                   | a later root that fits may overtake |
+|--------------------|-----------------------------------------|--------------------------------------|
+| `gang`             | priority, then creation (upstream v1.37) | yes                                  |
+| `gang-strict-fifo` | priority, then creation                  | no: only the head is ever tried      |
+| `gang-sjf`         | priority, then known run time, creation  | yes                                  |
+| `pod-by-pod`       | priority, then creation; no groups       | yes (GenericWorkload off)            |
+
+Run times come from the `gangsched.io/duration` annotation (api/duration.py); a root without one sorts after
+every root with one under `gang-sjf`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+__all__ = ["QUEUE_POLICIES", "QueuePolicy", "SortKey", "queue_policy"]
+
+SortKey = tuple[int, float, tuple[float, int], int]
+
+
+class QueuePolicy(Protocol):
+    """Queue order and overtaking. `sort_key` must be a total order (it ends with the root's sequence number);
+    `strict_fifo` roots are tried only when first in that order; `groups=False` schedules pod by pod."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def strict_fifo(self) -> bool: ...
+    @property
+    def groups(self) -> bool: ...
+
+    def sort_key(self, priority: int, runtime: float, timestamp: tuple[float, int], seq: int) -> SortKey: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _PriorityFifo:
+    name: str
+    strict_fifo: bool = False
+    groups: bool = True
+
+    def sort_key(self, priority: int, runtime: float, timestamp: tuple[float, int], seq: int) -> SortKey:
+        return (-priority, 0.0, timestamp, seq)
+
+
+@dataclass(frozen=True, slots=True)
+class _ShortestFirst:
+    name: str
+    strict_fifo: bool = False
+    groups: bool = True
+
+    def sort_key(self, priority: int, runtime: float, timestamp: tuple[float, int], seq: int) -> SortKey:
+        return (-priority, runtime if not math.isnan(runtime) else math.inf, timestamp, seq)
+
+
+_: QueuePolicy = _PriorityFifo("gang")  # conformance, as upstream declares `var _ FilterPlugin = &Fit{}`
+_ = _ShortestFirst("gang-sjf")
+
+QUEUE_POLICIES: dict[str, QueuePolicy] = {
+    p.name: p
+    for p in (
+        _PriorityFifo("gang"),
+        _PriorityFifo("gang-strict-fifo", strict_fifo=True),
+        _ShortestFirst("gang-sjf"),
+        _PriorityFifo("pod-by-pod", groups=False),
+    )
+}
+
+
+def queue_policy(name: str) -> QueuePolicy:
+    """The policy called `name`; ValueError naming the known ones otherwise."""
+    try:
+        return QUEUE_POLICIES[name]
+    except KeyError:
+        raise ValueError(f"unknown queue policy {name!r} (known: {', '.join(QUEUE_POLICIES)})") from None
