@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["QUEUE_POLICIES", "QueuePolicy", "SortKey", "queue_policy"]
+__all__ = ["QUEUE_POLICIES", "OrderPolicy", "QueuePolicy", "SortKey", "queue_policy"]
 
 SortKey = tuple[int, float, tuple[float, int], int]
 
@@ -38,35 +38,28 @@ class QueuePolicy(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
-class _PriorityFifo:
+class OrderPolicy:
+    """Priority, then (with `by_runtime`) the known run time, then creation; the four named policies."""
+
     name: str
     strict_fifo: bool = False
     groups: bool = True
+    by_runtime: bool = False
 
     def sort_key(self, priority: int, runtime: float, timestamp: tuple[float, int], seq: int) -> SortKey:
-        return (-priority, 0.0, timestamp, seq)
+        known = runtime if self.by_runtime and not math.isnan(runtime) else math.inf
+        return (-priority, known if self.by_runtime else 0.0, timestamp, seq)
 
 
-@dataclass(frozen=True, slots=True)
-class _ShortestFirst:
-    name: str
-    strict_fifo: bool = False
-    groups: bool = True
-
-    def sort_key(self, priority: int, runtime: float, timestamp: tuple[float, int], seq: int) -> SortKey:
-        return (-priority, runtime if not math.isnan(runtime) else math.inf, timestamp, seq)
-
-
-_: QueuePolicy = _PriorityFifo("gang")  # conformance, as upstream declares `var _ FilterPlugin = &Fit{}`
-_ = _ShortestFirst("gang-sjf")
+_: QueuePolicy = OrderPolicy("gang")  # conformance, as upstream declares `var _ FilterPlugin = &Fit{}`
 
 QUEUE_POLICIES: dict[str, QueuePolicy] = {
     p.name: p
     for p in (
-        _PriorityFifo("gang"),
-        _PriorityFifo("gang-strict-fifo", strict_fifo=True),
-        _ShortestFirst("gang-sjf"),
-        _PriorityFifo("pod-by-pod", groups=False),
+        OrderPolicy("gang"),
+        OrderPolicy("gang-strict-fifo", strict_fifo=True),
+        OrderPolicy("gang-sjf", by_runtime=True),
+        OrderPolicy("pod-by-pod", groups=False),
     )
 }
 
