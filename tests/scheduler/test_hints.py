@@ -57,18 +57,26 @@ def test_a_root_that_might_preempt_is_woken_by_any_release() -> None:
     assert _state(scheduler, "hi") in ("backoff", "active")
 
 
+def test_the_walk_wakes_only_what_the_room_can_hold_in_queue_order() -> None:
+    """Two 4 x 1 CPU gangs wait on a 4 CPU node; the blocker ends: room for one, the first is woken."""
+    docs = [node("n", "4"), pod("blocker", cpu="4", node="n"), *gang("a", 4), *gang("b", 4)]
+    store, scheduler = build(docs)
+    run_until_stable(store, scheduler)
+    store.delete("Pod", ("default", "blocker"))
+    assert (_state(scheduler, "a"), _state(scheduler, "b")) == ("backoff", "unschedulable")
+
+
 def test_woken_roots_that_the_room_bound_rules_out_get_no_full_cycle() -> None:
-    """Two 4 x 1 CPU gangs wait on a 4 CPU node; the blocker ends; both are woken (room 4 each), the first
-    binds, and the second is parked by the bound instead of running a cycle that must fail."""
-    store, scheduler = build(
-        [node("n", "4"), pod("blocker", cpu="4", node="n"), *gang("a", 4), *gang("b", 4)]
-    )
+    """Gang a (4 x 1 CPU) and gang b (2 x 2 CPU) wait on a 4 CPU node; the blocker ends. Each class has room,
+    so both are woken; a binds first, and b is put back by the bound instead of a cycle that must fail."""
+    docs = [node("n", "4"), pod("blocker", cpu="4", node="n"), *gang("a", 4), *gang("b", 2, cpu="2")]
+    store, scheduler = build(docs)
     run_until_stable(store, scheduler)
     cycles = scheduler.cycles
     store.delete("Pod", ("default", "blocker"))
+    assert (_state(scheduler, "a"), _state(scheduler, "b")) == ("backoff", "backoff")
     run_until_stable(store, scheduler)
     assert (bound(store, "a-"), bound(store, "b-")) == (4, 0)
-    assert scheduler.cycles - cycles == 1
-    assert scheduler.skipped == 1
+    assert (scheduler.cycles - cycles, scheduler.skipped) == (1, 1)
     b0 = store.get("Pod", ("default", "b-0"))
     assert next(c for c in b0.status.conditions if c.type == "PodScheduled").reason == "Unschedulable"

@@ -2,24 +2,31 @@
 
 Upstream's NodeResourcesFit answers `Queue` to every deletion of a bound pod, so each completion moves every
 pod it rejected back to the queue for a full cycle (docs/queue.md). Over a trace that is one cycle per waiting
-gang per completion. gangsched bounds it instead: a root whose pending pods share one equivalence class and
+gang per completion. gangsched bounds it instead. A root whose pending pods share one equivalence class and
 that cannot preempt (no running pod has a lower priority) can only be placed if at least `need` pods of that
-class fit at once in the free capacity of the nodes its static filters admit (`Evaluator.room_for`), where
-`need` is minCount minus its running members for a gang and 1 otherwise. That count only grows when room is
-released, so a release wakes exactly the roots whose bound it now meets, smallest need first; the others keep
-waiting without a cycle. Roots the bound does not cover (mixed classes, composite trees, possible preemption,
-errors) are woken by every release, as upstream wakes them.
+class fit at once in the free room of the nodes its static filters admit (`Evaluator.room_for`); `need` is
+minCount minus its running members for a gang, 1 otherwise. When room is released, the waiting roots of each
+class are taken in queue order and woken while the room left could still hold them all: a root needing more
+than what is left is passed over, and the walk stops once no waiting root of the class needs that little.
+Roots the bound does not cover (pods of several classes, composite trees, possible preemption, errors) are
+woken by every release, as upstream wakes them.
 
-Contract: not thread-safe; owned by one Scheduler. Entries are dropped when woken or forgotten.
+What it does not see: a woken root that fails for another reason (say node affinity within the room) leaves
+room that roots behind it in the walk were not woken for; they are woken by the next release (or, live, by
+the periodic flush).
+
+Contract: not thread-safe; owned by one Scheduler. Entries leave when woken or forgotten.
 """
 
 from __future__ import annotations
 
-import heapq
+import bisect
+from collections import Counter
 from collections.abc import Callable, Hashable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .podinfo import PodInfo
+from .policy import SortKey
 from .queue import RootKey
 
 __all__ = ["RoomNeed", "RoomWaiters"]
@@ -33,54 +40,83 @@ class RoomNeed:
     need: int
 
 
+@dataclass(slots=True)
+class _Class:
+    like: PodInfo
+    # (queue order, seq, root, need), sorted; entries of woken or forgotten roots are dropped lazily
+    entries: list[tuple[SortKey, int, RootKey, int]] = field(default_factory=list)
+    needs: Counter[int] = field(default_factory=Counter)  # needs of live entries
+
+
 class RoomWaiters:
     def __init__(self) -> None:
-        self._by_class: dict[Hashable, list[tuple[int, int, RootKey]]] = {}
-        self._like: dict[Hashable, PodInfo] = {}
-        self._entry: dict[RootKey, int] = {}  # root -> seq of its live entry (older heap entries are stale)
+        self._classes: dict[Hashable, _Class] = {}
+        self._entry: dict[RootKey, tuple[Hashable, int, int]] = {}  # root -> (class, seq, need) of its entry
         self._always: set[RootKey] = set()
         self._seq = 0
 
     def __len__(self) -> int:
         return len(self._entry) + len(self._always)
 
-    def wait(self, root: RootKey, need: RoomNeed | None) -> None:
-        """`root` failed and waits for room: bounded by `need`, or woken by any release when None."""
+    def wait(self, root: RootKey, order: SortKey, need: RoomNeed | None) -> None:
+        """`root` (at `order` in the queue) waits for room: bounded by `need`; None: woken by any release."""
         self.forget(root)
         if need is None:
             self._always.add(root)
             return
         self._seq += 1
         cls = need.like.signature
-        self._like.setdefault(cls, need.like)
-        heapq.heappush(self._by_class.setdefault(cls, []), (need.need, self._seq, root))
-        self._entry[root] = self._seq
+        waiting = self._classes.get(cls)
+        if waiting is None:
+            waiting = self._classes[cls] = _Class(need.like)
+        bisect.insort(waiting.entries, (order, self._seq, root, need.need))
+        waiting.needs[need.need] += 1
+        self._entry[root] = (cls, self._seq, need.need)
 
     def forget(self, root: RootKey) -> None:
-        self._entry.pop(root, None)
         self._always.discard(root)
+        entry = self._entry.pop(root, None)
+        if entry is not None:
+            cls, _, need = entry
+            needs = self._classes[cls].needs
+            needs[need] -= 1
+            if not needs[need]:
+                del needs[need]
 
     def clear(self) -> None:
-        self._by_class.clear()
-        self._like.clear()
+        self._classes.clear()
         self._entry.clear()
         self._always.clear()
 
     def wake(self, room_for: Callable[[PodInfo], int]) -> Iterator[RootKey]:
-        """Roots that released room may help; they leave the index."""
+        """Roots the released room may help, leaving the index (callers requeue them)."""
         always, self._always = self._always, set()
         yield from sorted(always)
-        for cls in list(self._by_class):
-            heap = self._by_class[cls]
-            while heap and self._entry.get(heap[0][2]) != heap[0][1]:
-                heapq.heappop(heap)  # stale: the root was woken otherwise, or failed again since
-            if not heap:
-                del self._by_class[cls]
-                self._like.pop(cls, None)
-                continue
-            room = room_for(self._like[cls])
-            while heap and heap[0][0] <= room:
-                _, seq, root = heapq.heappop(heap)
-                if self._entry.get(root) == seq:
-                    del self._entry[root]
-                    yield root
+        for cls in list(self._classes):
+            yield from self._wake_class(cls, room_for)
+
+    def _wake_class(self, cls: Hashable, room_for: Callable[[PodInfo], int]) -> Iterator[RootKey]:
+        waiting = self._classes[cls]
+        if not waiting.needs:
+            del self._classes[cls]
+            return
+        budget = room_for(waiting.like)
+        if budget < min(waiting.needs):
+            return
+        woken: list[RootKey] = []
+        kept: list[tuple[SortKey, int, RootKey, int]] = []
+        scanned = 0
+        for scanned, entry in enumerate(waiting.entries, 1):  # noqa: B007 (scanned is used after the loop)
+            _, seq, root, need = entry
+            if self._entry.get(root, (None, -1))[1] != seq:
+                continue  # stale
+            if need <= budget:
+                budget -= need
+                woken.append(root)
+                self.forget(root)
+            else:
+                kept.append(entry)
+            if not waiting.needs or budget < min(waiting.needs):
+                break
+        waiting.entries[:scanned] = kept
+        yield from woken

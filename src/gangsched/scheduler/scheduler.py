@@ -657,7 +657,7 @@ class Scheduler:
             return False
         self.skipped += 1
         self.queue.park(root.key, now)
-        self.waiters.wait(root.key, need)
+        self.waiters.wait(root.key, root.sort_key(), need)
         return True
 
     def _domain_of(self, node_name: str, key: str) -> str | None:
@@ -723,7 +723,7 @@ class Scheduler:
             self.queue.requeue_failed(root.key, now, len(pods))
             left = [pi for pi in pods if pi.key not in placed]
             need = None if result.code == Code.ERROR else self._room_need(root.priority, pg, left, bound)
-            self.waiters.wait(root.key, need)
+            self.waiters.wait(root.key, root.sort_key(), need)
             if self.backfill is not None:
                 self.backfill.failed(root.key)
             if pg is not None and self.profile.explain_pending and (post is None or not post.waiting):
@@ -851,7 +851,7 @@ class Scheduler:
                 self.backfill.forget(root.key)
         else:
             self.queue.requeue_failed(root.key, now, len(pending))
-            self.waiters.wait(root.key, None)  # trees: no bound, any release may help
+            self.waiters.wait(root.key, root.sort_key(), None)  # trees: no bound, any release may help
             if self.backfill is not None:
                 self.backfill.failed(root.key)
             if self.profile.explain_pending:
