@@ -3,9 +3,20 @@ woken for nothing gets no full cycle (the room bound)."""
 
 from __future__ import annotations
 
-from gangsched.scheduler import Scheduler, run_until_stable
+from typing import Any
+
+from gangsched.scheduler import Scheduler, Timeline, run_until_stable
+from gangsched.store import Store
 
 from .builders import bound, build, gang, group, node, pod
+
+
+def _settled(docs: list[dict[str, Any]]) -> tuple[Store, Scheduler, Timeline]:
+    """Scheduled, then 100 s later (every backoff over), ready for a release."""
+    store, scheduler = build(docs)
+    timeline = Timeline(store, scheduler)
+    timeline.run(until=100.0)
+    return store, scheduler, timeline
 
 
 def _state(scheduler: Scheduler, name: str) -> str | None:
@@ -60,22 +71,30 @@ def test_a_root_that_might_preempt_is_woken_by_any_release() -> None:
 def test_the_walk_wakes_only_what_the_room_can_hold_in_queue_order() -> None:
     """Two 4 x 1 CPU gangs wait on a 4 CPU node; the blocker ends: room for one, the first is woken."""
     docs = [node("n", "4"), pod("blocker", cpu="4", node="n"), *gang("a", 4), *gang("b", 4)]
+    store, scheduler, _ = _settled(docs)
+    store.delete("Pod", ("default", "blocker"))
+    assert (_state(scheduler, "a"), _state(scheduler, "b")) == ("backoff", "unschedulable")
+
+
+def test_a_root_still_backing_off_does_not_hold_the_room_for_the_roots_behind_it() -> None:
+    """The same two gangs, the blocker ending at once (both still in their 1 s backoff): both are woken, as
+    upstream lets the second take the room if the first is not ready."""
+    docs = [node("n", "4"), pod("blocker", cpu="4", node="n"), *gang("a", 4), *gang("b", 4)]
     store, scheduler = build(docs)
     run_until_stable(store, scheduler)
     store.delete("Pod", ("default", "blocker"))
-    assert (_state(scheduler, "a"), _state(scheduler, "b")) == ("backoff", "unschedulable")
+    assert (_state(scheduler, "a"), _state(scheduler, "b")) == ("backoff", "backoff")
 
 
 def test_woken_roots_that_the_room_bound_rules_out_get_no_full_cycle() -> None:
     """Gang a (4 x 1 CPU) and gang b (2 x 2 CPU) wait on a 4 CPU node; the blocker ends. Each class has room,
     so both are woken; a binds first, and b is put back by the bound instead of a cycle that must fail."""
     docs = [node("n", "4"), pod("blocker", cpu="4", node="n"), *gang("a", 4), *gang("b", 2, cpu="2")]
-    store, scheduler = build(docs)
-    run_until_stable(store, scheduler)
+    store, scheduler, timeline = _settled(docs)
     cycles = scheduler.cycles
     store.delete("Pod", ("default", "blocker"))
     assert (_state(scheduler, "a"), _state(scheduler, "b")) == ("backoff", "backoff")
-    run_until_stable(store, scheduler)
+    timeline.run(until=200.0)
     assert (bound(store, "a-"), bound(store, "b-")) == (4, 0)
     assert (scheduler.cycles - cycles, scheduler.skipped) == (1, 1)
     b0 = store.get("Pod", ("default", "b-0"))

@@ -8,6 +8,8 @@ class fit at once in the free room of the nodes its static filters admit (`Evalu
 minCount minus its running members for a gang, 1 otherwise. When room is released, the waiting roots of each
 class are taken in queue order and woken while the room left could still hold them all: a root needing more
 than what is left is passed over, and the walk stops once no waiting root of the class needs that little.
+A root still backing off is woken without counting against the room, since upstream lets the roots behind
+it take the room meanwhile.
 Roots the bound does not cover (pods of several classes, composite trees, possible preemption, errors) are
 woken by every release, as upstream wakes them.
 
@@ -88,14 +90,17 @@ class RoomWaiters:
         self._entry.clear()
         self._always.clear()
 
-    def wake(self, room_for: Callable[[PodInfo], int]) -> Iterator[RootKey]:
-        """Roots the released room may help, leaving the index (callers requeue them)."""
+    def wake(self, room_for: Callable[[PodInfo], int], ready: Callable[[RootKey], bool]) -> Iterator[RootKey]:
+        """Roots the released room may help, leaving the index (callers requeue them). `ready(root)`: its
+        backoff is over, so that it would take the room now."""
         always, self._always = self._always, set()
         yield from sorted(always)
         for cls in list(self._classes):
-            yield from self._wake_class(cls, room_for)
+            yield from self._wake_class(cls, room_for, ready)
 
-    def _wake_class(self, cls: Hashable, room_for: Callable[[PodInfo], int]) -> Iterator[RootKey]:
+    def _wake_class(
+        self, cls: Hashable, room_for: Callable[[PodInfo], int], ready: Callable[[RootKey], bool]
+    ) -> Iterator[RootKey]:
         waiting = self._classes[cls]
         if not waiting.needs:
             del self._classes[cls]
@@ -111,7 +116,8 @@ class RoomWaiters:
             if self._entry.get(root, (None, -1))[1] != seq:
                 continue  # stale
             if need <= budget:
-                budget -= need
+                if ready(root):
+                    budget -= need
                 woken.append(root)
                 self.forget(root)
             else:

@@ -127,15 +127,10 @@ class SchedulingQueue:
         if self.max_unschedulable_s is not None:
             heapq.heappush(self._unschedulable, (now, root.seq, key))
 
-    def park(self, key: RootKey, now: float) -> None:
-        """Back to the unschedulable pool without an attempt (a cycle skipped because it must fail)."""
+    def ready_by(self, key: RootKey, now: float) -> bool:
+        """True if `key`'s backoff is over at `now` (it would be tried as soon as it is moved)."""
         root = self._roots.get(key)
-        if root is None:
-            return
-        root.state = "unschedulable"
-        root.unschedulable_since = now
-        if self.max_unschedulable_s is not None:
-            heapq.heappush(self._unschedulable, (now, root.seq, key))
+        return root is not None and root.ready_at <= now
 
     def move_to_active(self, key: RootKey) -> None:
         """An event that may help `key`: from the unschedulable pool to backoff (or active once ready)."""

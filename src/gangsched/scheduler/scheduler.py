@@ -41,6 +41,7 @@ from .policy import QUEUE_POLICIES, QueuePolicy
 from .postfilter import PostFilterResult, preempt_after_failure
 from .preemption import PreemptionView
 from .queue import MAX_UNSCHEDULABLE_SECONDS, QueuedRoot, RootKey, SchedulingQueue
+from .recovery import WAIT, Recovery
 from .snapshot import Snapshot
 from .topology import place_with_topology
 from .tree import TreeNode, TreeResult, evaluate
@@ -95,6 +96,7 @@ class Profile:
     # Upstream's podMaxInUnschedulablePodsDuration: a root unschedulable this long is retried anyway.
     max_unschedulable_s: float | None = MAX_UNSCHEDULABLE_SECONDS
     queue_policy: QueuePolicy = QUEUE_POLICIES["gang"]
+    recovery: Recovery = WAIT  # members lost after admission: read by the simulator (recovery.py)
 
 
 def _min_count(pg: Any) -> tuple[bool, int]:
@@ -322,7 +324,8 @@ class Scheduler:
             self.queue.move_all_to_active()  # no snapshot to bound anything with yet
             self.waiters.clear()
             return
-        for root in self.waiters.wake(self._ev.room_for):
+        now = self.clock()
+        for root in self.waiters.wake(self._ev.room_for, lambda key: self.queue.ready_by(key, now)):
             self.queue.move_to_active(root)
 
     def _room_need(self, priority: int, pg: Any, pending: list[PodInfo], bound: int) -> RoomNeed | None:
@@ -656,7 +659,7 @@ class Scheduler:
         if need is None or self._evaluator().room_for(need.like) >= need.need:
             return False
         self.skipped += 1
-        self.queue.park(root.key, now)
+        self.queue.requeue_failed(root.key, now, len(pending))  # as the failed cycle would, but no cycle
         self.waiters.wait(root.key, root.sort_key(), need)
         return True
 

@@ -108,9 +108,8 @@ class Timeline:
         nxt = self.peek()
         if nxt == math.inf:
             return False
-        if nxt > self.now:
-            self.clock.now = nxt
-            self._idle = False
+        self.clock.now = max(self.now, nxt)
+        self._idle = False  # a backoff ended (or the store was changed from outside): try again
         return True
 
     def run(
