@@ -16,11 +16,12 @@ Pure functions over objects; nothing here reads a clock.
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from ..api.duration import DurationError, parse_duration
 
 __all__ = [
     "EXPECTED_DURATION",
@@ -33,35 +34,6 @@ __all__ = [
 ]
 
 EXPECTED_DURATION = "gangsched.io/expected-duration"
-
-_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_GO_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
-
-
-class DurationError(ValueError):
-    """A duration that is neither a number of seconds nor a Go duration."""
-
-
-def parse_duration(text: str) -> float:
-    """Seconds in `text`: a plain non-negative number (`90`, `2.5`) or a Go duration (`1h30m`, `250ms`)."""
-    s = text.strip()
-    try:
-        seconds = float(s)
-    except ValueError:
-        pos, seconds = 0, 0.0
-        for m in _GO_PART.finditer(s):
-            if m.start() != pos:
-                break
-            seconds += float(m.group(1)) * _GO_UNITS[m.group(2)]
-            pos = m.end()
-        if pos != len(s) or not s:
-            raise DurationError(
-                f"invalid duration {text!r}: want seconds or a Go duration such as 1h30m"
-            ) from None
-        return seconds
-    if seconds < 0 or seconds != seconds or seconds == float("inf"):
-        raise DurationError(f"invalid duration {text!r}: must be a finite number of seconds >= 0")
-    return seconds
 
 
 @dataclass(frozen=True, slots=True)

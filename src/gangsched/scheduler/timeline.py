@@ -20,8 +20,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -42,14 +41,14 @@ class VirtualClock:
         return self.now
 
 
-@dataclass(order=True, slots=True)
-class Event:
-    """Something that happens to the world at `time`; lower `priority` first among events at one time."""
+class Event(NamedTuple):
+    """Something that happens to the world at `time`; lower `priority` first among events at one time, then
+    the order they were scheduled (`seq` is unique, so `action` is never compared)."""
 
     time: float
     priority: int
     seq: int
-    action: Callable[[], None] = field(compare=False)
+    action: Callable[[], None]
 
 
 class Timeline:
