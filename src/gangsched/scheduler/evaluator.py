@@ -389,8 +389,10 @@ class Evaluator:
         return int(np.clip(room[c.static_ok], 0, None).sum())
 
     def vector(self, pi: PodInfo) -> PodVector:
+        """What `pi` takes from a node. Never builds its class: a bound pod's spec names its node, and a
+        class built from it would carry NodeName's verdict to the pending pods of its template."""
         cached = self._classes.get(pi.signature)
-        return cached.vec if cached is not None else self._class(pi).vec
+        return cached.vec if cached is not None else self.snap.vector(pi.requests, pi.nonzero)
 
     def _scope(self, candidates: BoolArray) -> npt.NDArray[np.intp]:
         """Indexes of the candidate nodes; a cycle passes the same mask for every pod, so keep the last."""
