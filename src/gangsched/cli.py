@@ -207,8 +207,8 @@ def schedule(
     scoring: str,
     placement_limit: bool,
     backfill: BackfillSettings | None,
-    **_planning: float,
     policy: str,
+    **_planning: float,
 ) -> None:
     """Schedule the given objects until nothing more can change and print the final state.
 
@@ -218,7 +218,12 @@ def schedule(
     objects, problems = expanded_inputs(paths, gates)
     _fail_on_problems(problems)  # expanded_inputs defaulted every object, the created ones too
     store = schedule_objects(
-        objects, gates, seed=seed, scoring=scoring, placement_limit=placement_limit, backfill=backfill,
+        objects,
+        gates,
+        seed=seed,
+        scoring=scoring,
+        placement_limit=placement_limit,
+        backfill=backfill,
         policy=policy,
     )
     if output == "json":
