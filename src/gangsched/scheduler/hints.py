@@ -9,13 +9,13 @@ minCount minus its running members for a gang, 1 otherwise. When room is release
 class are taken in queue order and woken while the room left could still hold them all: a root needing more
 than what is left is passed over, and the walk stops once no waiting root of the class needs that little.
 A root still backing off is woken without counting against the room, since upstream lets the roots behind
-it take the room meanwhile.
+it take the room meanwhile. A woken root can still fail, when a root of another class, earlier in the queue,
+took the room first; its class is then walked again (`rewake`) for the roots the first walk passed over,
+leaving out those that failed since the last release: as upstream, each root gets at most one try per
+release, and the walk wakes the same roots as waking every one of them would.
 Roots the bound does not cover (pods of several classes, composite trees, possible preemption, errors) are
 woken by every release, as upstream wakes them.
 
-What it does not see: a woken root that fails for another reason (say node affinity within the room) leaves
-room that roots behind it in the walk were not woken for; they are woken by the next release (or, live, by
-the periodic flush).
 
 Contract: not thread-safe; owned by one Scheduler. Entries leave when woken or forgotten.
 """
@@ -45,8 +45,9 @@ class RoomNeed:
 @dataclass(slots=True)
 class _Class:
     like: PodInfo
-    # (queue order, seq, root, need), sorted; entries of woken or forgotten roots are dropped lazily
-    entries: list[tuple[SortKey, int, RootKey, int]] = field(default_factory=list)
+    # (queue order, seq, root, need, epoch it entered), sorted; entries of woken or forgotten roots are
+    # dropped lazily
+    entries: list[tuple[SortKey, int, RootKey, int, int]] = field(default_factory=list)
     needs: Counter[int] = field(default_factory=Counter)  # needs of live entries
 
 
@@ -56,6 +57,7 @@ class RoomWaiters:
         self._entry: dict[RootKey, tuple[Hashable, int, int]] = {}  # root -> (class, seq, need) of its entry
         self._always: set[RootKey] = set()
         self._seq = 0
+        self._epoch = 0  # releases so far: a root that entered in the current epoch failed since the last
 
     def __len__(self) -> int:
         return len(self._entry) + len(self._always)
@@ -71,7 +73,7 @@ class RoomWaiters:
         waiting = self._classes.get(cls)
         if waiting is None:
             waiting = self._classes[cls] = _Class(need.like)
-        bisect.insort(waiting.entries, (order, self._seq, root, need.need))
+        bisect.insort(waiting.entries, (order, self._seq, root, need.need, self._epoch))
         waiting.needs[need.need] += 1
         self._entry[root] = (cls, self._seq, need.need)
 
@@ -93,13 +95,26 @@ class RoomWaiters:
     def wake(self, room_for: Callable[[PodInfo], int], ready: Callable[[RootKey], bool]) -> Iterator[RootKey]:
         """Roots the released room may help, leaving the index (callers requeue them). `ready(root)`: its
         backoff is over, so that it would take the room now."""
+        self._epoch += 1
         always, self._always = self._always, set()
         yield from sorted(always)
         for cls in list(self._classes):
             yield from self._wake_class(cls, room_for, ready)
 
+    def rewake(
+        self, like: PodInfo, room_for: Callable[[PodInfo], int], ready: Callable[[RootKey], bool]
+    ) -> Iterator[RootKey]:
+        """After a root of `like`'s class failed: the roots of that class the last walk passed over that
+        the room now left may help (never one that failed since the last release)."""
+        if like.signature in self._classes:
+            yield from self._wake_class(like.signature, room_for, ready, before=self._epoch)
+
     def _wake_class(
-        self, cls: Hashable, room_for: Callable[[PodInfo], int], ready: Callable[[RootKey], bool]
+        self,
+        cls: Hashable,
+        room_for: Callable[[PodInfo], int],
+        ready: Callable[[RootKey], bool],
+        before: int | None = None,
     ) -> Iterator[RootKey]:
         waiting = self._classes[cls]
         if not waiting.needs:
@@ -109,13 +124,13 @@ class RoomWaiters:
         if budget < min(waiting.needs):
             return
         woken: list[RootKey] = []
-        kept: list[tuple[SortKey, int, RootKey, int]] = []
+        kept: list[tuple[SortKey, int, RootKey, int, int]] = []
         scanned = 0
         for scanned, entry in enumerate(waiting.entries, 1):  # noqa: B007 (scanned is used after the loop)
-            _, seq, root, need = entry
+            _, seq, root, need, epoch = entry
             if self._entry.get(root, (None, -1))[1] != seq:
                 continue  # stale
-            if need <= budget:
+            if need <= budget and (before is None or epoch < before):
                 if ready(root):
                     budget -= need
                 woken.append(root)

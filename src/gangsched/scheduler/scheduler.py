@@ -328,6 +328,16 @@ class Scheduler:
         for root in self.waiters.wake(self._ev.room_for, lambda key: self.queue.ready_by(key, now)):
             self.queue.move_to_active(root)
 
+    def _wait_for_room(self, root: QueuedRoot, need: RoomNeed | None) -> None:
+        """`root` failed (or was ruled out by the bound): index it, and give the roots of its class that the
+        last walk passed over their chance at the room it did not take (hints.py)."""
+        self.waiters.wait(root.key, root.sort_key(), need)
+        if need is not None and self._ev is not None:
+            now = self.clock()
+            ready = lambda key: self.queue.ready_by(key, now)  # noqa: E731
+            for key in self.waiters.rewake(need.like, self._ev.room_for, ready):
+                self.queue.move_to_active(key)
+
     def _room_need(self, priority: int, pg: Any, pending: list[PodInfo], bound: int) -> RoomNeed | None:
         """What must fit at once for this root to have a chance (hints.py), or None when no bound applies:
         pods of several classes, or a running pod of lower priority that preemption might take."""
@@ -660,7 +670,7 @@ class Scheduler:
             return False
         self.skipped += 1
         self.queue.requeue_failed(root.key, now, len(pending))  # as the failed cycle would, but no cycle
-        self.waiters.wait(root.key, root.sort_key(), need)
+        self._wait_for_room(root, need)
         return True
 
     def _domain_of(self, node_name: str, key: str) -> str | None:
@@ -726,7 +736,7 @@ class Scheduler:
             self.queue.requeue_failed(root.key, now, len(pods))
             left = [pi for pi in pods if pi.key not in placed]
             need = None if result.code == Code.ERROR else self._room_need(root.priority, pg, left, bound)
-            self.waiters.wait(root.key, root.sort_key(), need)
+            self._wait_for_room(root, need)
             if self.backfill is not None:
                 self.backfill.failed(root.key)
             if pg is not None and self.profile.explain_pending and (post is None or not post.waiting):
