@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import click
@@ -21,6 +22,9 @@ from .report.schedule_output import as_json, as_table, as_yaml
 from .schedule import schedule_objects, settle
 from .scheduler.backfill import BackfillSettings
 from .scheduler.policy import QUEUE_POLICIES
+from .scheduler.recovery import Recovery
+from .sim.delays import Delay
+from .sim.failures import FailureEvent, FailurePlan
 
 GATES_HELP = (
     "Kubernetes-style A=true,B=false. Gates: "
@@ -300,11 +304,178 @@ def explain(
 @main.command()
 @click.option("--seed", type=int, default=0, show_default=True)
 def demo(seed: int) -> None:
-    """The 8-GPU story: pod-by-pod vs gang scheduling, side by side, no cluster needed."""
-    from .demo import run_demo
+    """The 8-GPU story: pod-by-pod vs gang scheduling, side by side, then over a day of virtual time (GPU time
+    each wastes), no cluster needed."""
+    from .demo import run_day, run_demo
     from .demo.render import render
 
-    Console().print(render(run_demo(seed=seed)))
+    Console().print(render(run_demo(seed=seed), run_day(seed=seed)))
+
+
+def _duration_option(_ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    if value is None:
+        return None
+    from .api.duration import DurationError, parse_duration
+
+    try:
+        return parse_duration(value)
+    except DurationError as e:
+        raise BadInput(str(e), param=param) from e
+
+
+def _parse_with(parser: Any) -> Any:
+    def callback(_ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value is None:
+            return None
+        try:
+            return tuple(parser(v) for v in value) if isinstance(value, tuple) else parser(value)
+        except ValueError as e:
+            raise BadInput(str(e), param=param) from e
+
+    return callback
+
+
+def _sizes(text: str) -> dict[int, float]:
+    out: dict[int, float] = {}
+    for part in text.split(","):
+        size, _, weight = part.partition(":")
+        if not size.isdigit() or int(size) < 1:
+            raise ValueError(f"invalid gang size {size!r} in {text!r}: expected SIZE:WEIGHT,...")
+        out[int(size)] = float(weight or 1)
+    return out
+
+
+@main.command()
+@click.option("-f", "--filename", "paths", multiple=True, help="Manifests: nodes, pods, PodGroups, Jobs.")
+@click.option("--trace", help="philly:PATH, openb:PODS,NODES or synthetic:JOBS.")
+@click.option("--nodes", type=int, help="Add N nodes of --gpus-per-node GPUs.")
+@click.option("--gpus-per-node", type=int, default=8, show_default=True)
+@click.option("--limit", type=int, help="Only the first N jobs of the trace.")
+@policy_option
+@click.option("--compare", help="Run each of these policies (comma-separated) on the same workload.")
+@click.option(
+    "--recovery",
+    default="wait",
+    show_default=True,
+    callback=_parse_with(lambda v: Recovery.parse(v)),
+    help="Members lost after admission: wait (upstream), restart, continue, release-after:SECONDS.",
+)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--until", callback=_duration_option, help="Stop at this virtual time (seconds or 1h30m).")
+@click.option(
+    "--startup-delay",
+    default="0",
+    show_default=True,
+    callback=_parse_with(lambda v: Delay.parse(v)),
+    help="Pod start-up delay: SECONDS, const:S, exp:MEAN, uniform:LO,HI.",
+)
+@click.option("--checkpoint", callback=_duration_option, help="Checkpoint every so much progress (1h).")
+@click.option(
+    "--fail",
+    "fail_events",
+    multiple=True,
+    callback=_parse_with(lambda v: FailureEvent.parse(v)),
+    help="TIME:start|exit|node:TARGET (pod or node name). Repeatable.",
+)
+@click.option("--fail-start-p", type=float, default=0.0, help="Probability a member fails to start.")
+@click.option("--exit-rate", type=float, default=0.0, help="Running members exiting, per hour, cluster-wide.")
+@click.option("--node-fail-rate", type=float, default=0.0, help="Node failures per hour, cluster-wide.")
+@click.option("--node-repair", callback=_duration_option, default="1h", show_default=True)
+@click.option("--arrival-rate", type=float, default=10.0, show_default=True, help="synthetic: jobs per hour.")
+@click.option(
+    "--gang-sizes",
+    default="1:0.6,2:0.2,4:0.15,8:0.05",
+    show_default=True,
+    callback=_parse_with(_sizes),
+    help="synthetic: pods per job with weights.",
+)
+@click.option("--mean-duration", callback=_duration_option, default="1h", show_default=True)
+@gates_option
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--plot", "plot_path", help="Write wait CDFs and GPU states to this PNG.")
+def simulate(
+    paths: Sequence[str],
+    trace: str | None,
+    nodes: int | None,
+    gpus_per_node: int,
+    limit: int | None,
+    policy: str,
+    compare: str | None,
+    recovery: Recovery,
+    seed: int,
+    until: float | None,
+    startup_delay: Delay,
+    checkpoint: float | None,
+    fail_events: tuple[FailureEvent, ...],
+    fail_start_p: float,
+    exit_rate: float,
+    node_fail_rate: float,
+    node_repair: float | None,
+    arrival_rate: float,
+    gang_sizes: dict[int, float],
+    mean_duration: float,
+    gates: FeatureGates,
+    output: str,
+    plot_path: str | None,
+) -> None:
+    """Replay jobs on a virtual clock through the scheduler and measure waits, completion times, GPU time
+    allocated without progress, fragmentation, failures and lost work. Jobs come from manifests (arrival:
+    creationTimestamp, else input order 1 s apart; run time: the gangsched.io/duration annotation) or from
+    a trace."""
+    from .sim.command import SimInputError, SimRequest
+    from .sim.command import simulate as run_simulation
+    from .sim.output import plot, table
+    from .sim.simulation import SimOptions
+
+    policies = [p.strip() for p in compare.split(",")] if compare else [policy]
+    for p in policies:
+        if p not in QUEUE_POLICIES:
+            raise BadInput(f"--compare: unknown policy {p!r} (known: {', '.join(QUEUE_POLICIES)})")
+    request = SimRequest(
+        paths=tuple(paths), trace=trace, nodes=nodes, gpus_per_node=gpus_per_node, limit=limit,
+        arrival_rate_per_h=arrival_rate, gang_sizes=gang_sizes, mean_duration_s=mean_duration or 1.0,
+        seed=seed, gates=gates,
+    )  # fmt: skip
+    options = SimOptions(
+        seed=seed, until=until, startup=startup_delay, checkpoint_s=checkpoint, gates=gates,
+        recovery=recovery,
+        failures=FailurePlan(fail_events, fail_start_p, exit_rate, node_fail_rate, node_repair),
+    )  # fmt: skip
+    console = Console(stderr=True)
+    try:
+        with _progress(console) as report:
+            results, sims = run_simulation(request, policies, options, report)
+    except SimInputError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    if output == "json":
+        body: Any = (
+            results[0] if len(results) == 1 else {p: r for p, r in zip(policies, results, strict=True)}
+        )
+        click.echo(json.dumps(body, indent=1))
+    else:
+        Console().print(table(results, policies))
+    if plot_path:
+        plot(plot_path, results, policies, [sim.ledger.samples for sim in sims])
+        click.echo(f"wrote {plot_path}", err=True)
+
+
+@contextlib.contextmanager
+def _progress(console: Console) -> Iterator[Callable[[str, float, int], None] | None]:
+    """A rich progress bar (virtual hours, jobs done) on a terminal; nothing otherwise."""
+    if not console.is_terminal:
+        yield None
+        return
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
+                  transient=True) as progress:  # fmt: skip
+        task = progress.add_task("simulating")
+
+        def report(policy: str, now: float, done: int) -> None:
+            progress.update(task, description=f"{policy}: {now / 3600:,.0f} h virtual, {done:,} jobs done")
+
+        yield report
 
 
 @main.command()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from click.testing import CliRunner
 
 from gangsched.cli import main
@@ -51,3 +52,16 @@ def test_command_prints_both_worlds_side_by_side() -> None:
     assert "A 3/6  B 3/6  idle 2  running: none" in result.output
     assert "A 6/6  B 0/6  idle 2  running: train-a" in result.output
     assert "gang: train-a admitted whole; 2 GPUs stay free" in result.output
+
+
+def test_over_a_day_pod_by_pod_holds_every_gpu_without_progress_and_gang_completes_both() -> None:
+    """Pods arrive one second apart from 2 s: pod by pod, a-0..a-3 bind at 2, 4, 6, 8 s and b-0..b-3 at 3, 5,
+    7, 9 s and wait for the rest of their gang all day; gang runs train-a 12 s -> 2 h 12 s, then train-b."""
+    from gangsched.demo import run_day
+
+    day = run_day(seed=0)
+    waiting = sum(86400 - t for t in range(2, 10))
+    assert day["pod-by-pod"]["idle_by_cause"]["gang_wait"] == pytest.approx(waiting / 3600)  # 192.0 GPU-h
+    assert (day["pod-by-pod"]["completed"], day["pod-by-pod"]["gpu_utilization"]) == (0, 0.0)
+    assert day["gang"]["completed"] == 2 and day["gang"]["idle_allocated_gpu_hours"] == 0.0
+    assert day["gang"]["gpu_utilization"] == pytest.approx(2 * 6 * 7200 / (8 * 86400))

@@ -14,14 +14,17 @@ from typing import Any
 import yaml
 
 from ..api.defaults import apply_defaults
+from ..api.duration import DURATION_ANNOTATION
 from ..api.gates import FeatureGates
 from ..api.loader import load_documents
 from ..scheduler import Scheduler, run_until_stable
 from ..store import Store
 
-__all__ = ["DemoStep", "WorldState", "load_story", "run_demo"]
+__all__ = ["DAY", "TRAINING", "DemoStep", "WorldState", "load_story", "run_day", "run_demo"]
 
 WORKERS = 6
+DAY = 86400.0
+TRAINING = "2h"  # each training's work, with all 6 workers running
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,3 +95,22 @@ def run_demo(*, seed: int = 0) -> list[DemoStep]:
             states.append(_state(store))
         steps.append(DemoStep(i + 2, states[0], states[1]))
     return steps
+
+
+def run_day(*, seed: int = 0) -> dict[str, dict[str, Any]]:
+    """The same story over a day of virtual time in the simulator, each training needing 2 h of all 6
+    workers: policy ("pod-by-pod", "gang") -> the simulation's summary (sim/report.py)."""
+    from ..sim.command import run_one
+    from ..sim.inputs import from_manifests
+    from ..sim.simulation import SimOptions
+
+    out = {}
+    for policy in ("pod-by-pod", "gang"):
+        cluster, pods = load_story()
+        for obj in cluster:
+            if obj.kind == "PodGroup":
+                obj.metadata.annotations = {DURATION_ANNOTATION: TRAINING}
+        workload = from_manifests(cluster + pods, "eight_gpu.yaml")
+        result, _ = run_one(workload, SimOptions(policy=policy, seed=seed, until=DAY))
+        out[policy] = result["summary"]
+    return out

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -17,7 +20,27 @@ def _cell(state: WorldState) -> str:
     return f"A {a}/6  B {b}/6  idle {state.idle_gpus}  running: {running}"
 
 
-def render(steps: list[DemoStep]) -> Group:
+def day_table(day: dict[str, dict[str, Any]]) -> Table:
+    """The day in the simulator: what each world did with its 8 x 24 = 192 GPU-hours."""
+    table = Table(
+        title="A day of virtual time: each training needs 2 h of all 6 workers (gangsched simulate)"
+    )
+    table.add_column("")
+    for policy in day:
+        table.add_column(policy, justify="right")
+    rows: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
+        ("trainings completed", lambda s: f"{s['completed']} of {s['jobs']}"),
+        ("GPU-hours making progress", lambda s: f"{s['gpu_utilization'] * s['gpus'] * 24:.1f}"),
+        ("GPU-hours allocated, waiting for the rest of the gang",
+         lambda s: f"{s['idle_by_cause']['gang_wait']:.1f}"),
+        ("GPU utilisation", lambda s: f"{s['gpu_utilization']:.1%}"),
+    ]  # fmt: skip
+    for name, cell in rows:
+        table.add_row(name, *(cell(s) for s in day.values()))
+    return table
+
+
+def render(steps: list[DemoStep], day: dict[str, dict[str, Any]] | None = None) -> Group:
     table = Table(
         title="8 GPUs, two trainings of 6 workers x 1 GPU, pods arriving interleaved (a, b, a, b, ...)"
     )
@@ -51,4 +74,7 @@ def render(steps: list[DemoStep]) -> Group:
     )
     for job, why in sorted(last.gang.waiting.items()):
         lines.append(f"  {job} waits: {why}")
-    return Group(table, Text("\n".join(lines)))
+    parts: list[Any] = [table, Text("\n".join(lines))]
+    if day is not None:
+        parts += [Text(""), day_table(day)]
+    return Group(*parts)

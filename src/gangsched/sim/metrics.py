@@ -1,0 +1,128 @@
+"""Exact GPU accounting: counts that are constant between events, integrated at each event (never sampled).
+
+Every allocated GPU is in one state at any instant:
+- `progress`: its job makes progress;
+- `starting`: its pod is bound and still starting up;
+- `gang_wait`: its pod runs, but the job has never had minCount members running (waiting for the rest);
+- `below_min`: its pod runs, the job made progress before but is below minCount after losing members.
+Free GPUs are `free`; while jobs wait for room and none of them fits in the free room (for each pod size
+waited for, fewer pods of that size fit at once, node by node, than the smallest need among the jobs
+waiting with it), all of them are `fragmented`: free, yet no pending gang can use them. Work thrown away
+by failures and preemptions is counted apart, as GPU-seconds of progress lost (`lost`), when it is lost.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["STATES", "GpuLedger"]
+
+STATES = ("progress", "starting", "gang_wait", "below_min")
+_MAX_SAMPLES = 200_000
+
+
+@dataclass(slots=True)
+class GpuLedger:
+    """GPU-seconds per state over [0, last]. `advance(now)` before every change, then `shift` the counts."""
+
+    node_gpus: npt.NDArray[np.float64]
+    counts: list[float] = field(default_factory=lambda: [0.0] * len(STATES))  # GPUs now, in STATES order
+    seconds: list[float] = field(default_factory=lambda: [0.0] * len(STATES))  # GPU-seconds so far
+    free_total: float = 0.0
+    fragmented_total: float = 0.0
+    lost: float = 0.0
+    last: float = 0.0
+    # (interval start, progress, starting, gang_wait, below_min, free): the states from that time on
+    samples: list[tuple[float, float, float, float, float, float]] = field(default_factory=list)
+    needs: dict[float, Counter[int]] = field(default_factory=dict)  # GPUs per pod -> pods needed -> jobs
+    _free: npt.NDArray[np.float64] = field(init=False)
+    _fragmented: float = 0.0
+    _dirty: bool = True
+
+    def __post_init__(self) -> None:
+        self._free = self.node_gpus.astype(np.float64).copy()
+
+    @property
+    def total_gpus(self) -> float:
+        return float(self.node_gpus.sum())
+
+    def free(self, node: int) -> float:
+        return float(self._free[node])
+
+    def advance(self, now: float) -> None:
+        """Integrate the current counts over [last, now]."""
+        start = self.last
+        dt = now - start
+        if dt <= 0:
+            return
+        if self._dirty:
+            self._fragmented = self._compute_fragmented()
+            self._dirty = False
+        counts, seconds = self.counts, self.seconds
+        for i in range(len(STATES)):
+            seconds[i] += counts[i] * dt
+        free = float(self._free.sum())
+        self.free_total += free * dt
+        self.fragmented_total += self._fragmented * dt
+        self.last = now
+        if len(self.samples) < _MAX_SAMPLES:
+            self.samples.append((start, *counts, free))  # type: ignore[arg-type]
+
+    def close(self, end: float) -> None:
+        """Integrate up to `end` and record the states that hold there (the figure's last step)."""
+        self.advance(end)
+        if len(self.samples) < _MAX_SAMPLES:
+            self.samples.append((end, *self.counts, float(self._free.sum())))  # type: ignore[arg-type]
+
+    def _compute_fragmented(self) -> float:
+        free = self._free
+        for size, needs in self.needs.items():
+            if size <= 0 or (free // size).sum() >= min(needs):
+                return 0.0  # someone waiting could use the room (a job asking no GPU, or one that fits)
+        return float(free.sum()) if self.needs else 0.0
+
+    @property
+    def totals(self) -> dict[str, float]:
+        """GPU-seconds per state so far."""
+        return dict(zip(STATES, self.seconds, strict=True))
+
+    def shift(self, old: tuple[float, ...], new: tuple[float, ...]) -> None:
+        """One job's GPUs moved from the states `old` to `new` (both in STATES order)."""
+        counts = self.counts
+        for i in range(len(STATES)):
+            counts[i] += new[i] - old[i]
+
+    def take(self, node: int, gpus: float) -> None:
+        self._free[node] -= gpus
+        self._dirty = True
+
+    def give(self, node: int, gpus: float) -> None:
+        self._free[node] += gpus
+        self._dirty = True
+
+    def node_down(self, node: int) -> None:
+        """A failed node's GPUs are neither free nor allocated until it is back."""
+        self._free[node] -= self.node_gpus[node]
+        self._dirty = True
+
+    def node_up(self, node: int) -> None:
+        self._free[node] += self.node_gpus[node]
+        self._dirty = True
+
+    def waiting(self, old: tuple[float, int] | None, new: tuple[float, int] | None) -> None:
+        """A job's (GPUs per pod, pods needed at once) while it waits for room changed from `old` to `new`."""
+        for entry, delta in ((old, -1), (new, 1)):
+            if entry is None:
+                continue
+            size, need = entry
+            needs = self.needs.setdefault(size, Counter())
+            needs[need] += delta
+            if not needs[need]:
+                del needs[need]
+            if not needs:
+                del self.needs[size]
+        self._dirty = True

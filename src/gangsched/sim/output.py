@@ -1,0 +1,101 @@
+"""Rendering simulation results: a rich table (one column per run) and a PNG (matplotlib, Agg backend).
+
+The figure has the CDF of job waits per run (log time axis), then the GPU states over time of each run
+(progress, starting, waiting for the rest of the gang, below minCount, free), stacked; at most four runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.table import Table
+
+__all__ = ["plot", "table"]
+
+_ROWS = (
+    ("jobs", "jobs", "{:,.0f}"),
+    ("completed", "completed", "{:,.0f}"),
+    ("avg_jct_s", "avg JCT (h)", "h"),
+    ("p50_jct_s", "p50 JCT (h)", "h"),
+    ("p99_jct_s", "p99 JCT (h)", "h"),
+    ("avg_wait_s", "avg wait (h)", "h"),
+    ("max_wait_s", "max wait (h)", "h"),
+    ("makespan_s", "makespan (h)", "h"),
+    ("gpu_utilization", "GPU utilisation", "{:.1%}"),
+    ("idle_allocated_gpu_hours", "idle allocated GPU-h", "{:,.1f}"),
+    ("fragmented_gpu_hours", "fragmented free GPU-h", "{:,.1f}"),
+    ("preemptions", "preemptions", "{:,.0f}"),
+    ("failures", "failures", "{:,.0f}"),
+    ("lost_gpu_hours", "lost GPU-h", "{:,.1f}"),
+    ("cycles", "scheduling cycles", "{:,.0f}"),
+)
+
+
+def _fmt(value: Any, how: str) -> str:
+    if value is None:
+        return "-"
+    if how == "h":
+        return f"{value / 3600:,.2f}"
+    return how.format(value)
+
+
+def table(results: Sequence[dict[str, Any]], labels: Sequence[str]) -> Table:
+    """One column per result (its summary), labelled; idle GPU-hours by cause and starvation below."""
+    t = Table(title="gangsched simulate")
+    t.add_column("metric")
+    for label in labels:
+        t.add_column(label, justify="right")
+    for key, name, how in _ROWS:
+        t.add_row(name, *(_fmt(r["summary"].get(key), how) for r in results))
+    for cause in ("gang_wait", "starting", "below_min", "lost"):
+        t.add_row(f"  idle: {cause}", *(f"{r['summary']['idle_by_cause'][cause]:,.1f}" for r in results))
+    buckets = sorted({b for r in results for b in r["summary"]["starvation"]})
+    for bucket in buckets:
+        cells = []
+        for r in results:
+            s = r["summary"]["starvation"].get(bucket)
+            cells.append(
+                "-" if s is None else f"{s['max_wait_s'] / 3600:,.2f} / {s['p99_wait_s'] / 3600:,.2f}"
+            )
+        t.add_row(f"max / p99 wait (h), {bucket}", *cells)
+    return t
+
+
+def plot(path: str, results: Sequence[dict[str, Any]], labels: Sequence[str], samples: Sequence[Any]) -> None:
+    """Write the figure to `path` (PNG). `samples`: each run's GpuLedger samples."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    shown = min(len(samples), 4)
+    fig, axes = plt.subplots(1, 1 + shown, figsize=(6.5 * (1 + shown), 4.8), squeeze=False)
+    cdf = axes[0][0]
+    for result, label in zip(results, labels, strict=True):
+        waits = np.sort(np.array([max(j["wait_s"], 1.0) for j in result["jobs"]]))
+        if waits.size:
+            x = np.concatenate([[waits[0]], waits]) / 3600
+            y = np.concatenate([[0.0], np.arange(1, waits.size + 1) / waits.size])
+            cdf.step(x, y, where="post", label=label)
+    cdf.set_xscale("log")
+    cdf.set_xlabel("wait from submission to first progress (h, log; under 1 s shown at 1 s)")
+    cdf.set_ylabel("fraction of jobs")
+    cdf.set_title("Wait CDF by policy")
+    cdf.grid(True, alpha=0.3)
+    cdf.legend()
+    names = ["progress", "starting", "waiting for gang", "below minCount", "free"]
+    colors = ["tab:green", "tab:blue", "tab:red", "tab:orange", "lightgrey"]
+    for states, run, label in zip(axes[0][1:], samples, labels, strict=False):
+        if not run:
+            continue
+        data = np.array(run)
+        states.stackplot(data[:, 0] / 3600, data[:, 1:6].T, labels=names, colors=colors, step="post")
+        states.set_xlabel("time (h)")
+        states.set_ylabel("GPUs")
+        states.set_title(f"GPU states over time ({label})")
+        states.legend(loc="upper right", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
