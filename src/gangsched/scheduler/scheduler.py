@@ -543,8 +543,7 @@ class Scheduler:
         return labels
 
     def schedule_one(self, now: float | None = None) -> Decision | None:
-        """Run the next cycle at `now` (default: the clock). Returns what changed (including gating notices),
-        or None when idle."""
+        """Run the next cycle at `now` (default: the clock): what changed (gating too), None if idle."""
         if now is None:
             now = self.clock()
         decision = Decision()
