@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import dataclasses
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -57,7 +58,8 @@ policy_option = click.option(
     show_default=True,
     help="Queue policy: gang (v1.37: priority, then creation; a later group that fits may overtake), "
     "gang-strict-fifo (no overtaking), gang-sjf (shortest gangsched.io/duration first), "
-    "pod-by-pod (groups ignored, as with GenericWorkload off).",
+    "pod-by-pod (groups ignored, as with GenericWorkload off), gang-backfill (gang plus reservations: "
+    "later roots start only where they delay none; see --backfill for its depth).",
 )
 
 files_option = click.option(
@@ -73,11 +75,9 @@ files_option = click.option(
 def _backfill(ctx: click.Context, _param: click.Parameter, value: str | None) -> BackfillSettings | None:
     """--backfill DEPTH with the other planning options: gang-backfill's settings, or None when off."""
     params = ctx.params
-    if value is None:
-        return None
     try:
-        depth = None if value == "all" else int(value)
-        return BackfillSettings(
+        depth = 1 if value is None else None if value == "all" else int(value)
+        settings = BackfillSettings(
             depth=depth,
             window=params.get("bf_window", 86_400.0),
             resolution=params.get("bf_resolution", 60.0),
@@ -86,12 +86,26 @@ def _backfill(ctx: click.Context, _param: click.Parameter, value: str | None) ->
             aging_cap=params.get("aging_cap", 0.0),
             fair_share=params.get("fair_share"),
         )
+        if value is None:  # off, unless --policy gang-backfill asks for it (see _with_policy)
+            ctx.meta["gang-backfill"] = settings
+            return None
+        return settings
     except ValueError as e:
+        if value is None:
+            raise BadInput(str(e)) from e
         raise BadInput(
             f"--backfill {value}: {e}"
             if "invalid literal" not in str(e)
             else f"--backfill {value}: want a number of reservations or 'all'"
         ) from e
+
+
+def _with_policy(backfill: BackfillSettings | None, policy: str) -> BackfillSettings | None:
+    """--policy gang-backfill without --backfill: depth 1 with the planning options given."""
+    if backfill is None and policy == "gang-backfill":
+        found: BackfillSettings | None = click.get_current_context().meta.get("gang-backfill")
+        return found
+    return backfill
 
 
 def _weights(_ctx: click.Context, _param: click.Parameter, value: str | None) -> Any:
@@ -128,7 +142,8 @@ def backfill_options(f: Any) -> Any:
                      help="Within a priority level, plan roots of the namespace with the smallest weighted "
                      "dominant resource share (DRF) first; unlisted namespaces weigh 1."),
         click.option("--backfill", "backfill", callback=_backfill, default=None, metavar="DEPTH",
-                     help="Queue policy gang-backfill: reserve nodes for the first DEPTH waiting roots "
+                     help="Reservations (--policy gang-backfill implies depth 1): reserve nodes for "
+                     "the first DEPTH waiting roots "
                      "(1: EASY, N, all: conservative, 0: none) and start others only where they delay none."),
     ]  # fmt: skip
     for option in reversed(plan):
@@ -227,7 +242,7 @@ def schedule(
         seed=seed,
         scoring=scoring,
         placement_limit=placement_limit,
-        backfill=backfill,
+        backfill=_with_policy(backfill, policy),
         policy=policy,
     )
     if output == "json":
@@ -572,6 +587,7 @@ def run(config_file: str | None, verbose: bool, feature_gates: str | None, **fla
     except FeatureGateError as e:
         raise BadInput(str(e), param_hint="'--feature-gates'") from e
     options = RunOptions(gates=gates, **settings)
+    options = dataclasses.replace(options, backfill=_with_policy(options.backfill, options.queue_policy))
     if options.leader_elect:
         problem = leader_election_problem(
             options.lease_duration, options.renew_deadline, options.retry_period

@@ -21,6 +21,7 @@ import pytest
 
 from gangsched.scheduler import Profile
 from gangsched.scheduler.backfill import BackfillSettings
+from gangsched.scheduler.policy import queue_policy
 from tests.scheduler.plan_objects import START, gang, node, pod, scheduler_for
 
 TRUE = {"r1": 100.0, "r2": 300.0, "g-0": 500.0, "g-1": 500.0, "s1": 200.0, "s2": 50.0, "s3": 400.0}
@@ -85,9 +86,14 @@ BACKFILL = Profile(backfill=BackfillSettings(depth=1))
     ("profile", "want"),
     [
         (Profile(), {"g-0": 500, "s1": 0, "s2": 100, "s3": 100}),
+        (
+            Profile(queue_policy=queue_policy("gang-strict-fifo")),
+            {"g-0": 300, "s1": 800, "s2": 800, "s3": 800},
+        ),
         (BACKFILL, {"g-0": 300, "s1": 0, "s2": 100, "s3": 800}),
+        (Profile(queue_policy=queue_policy("gang-backfill")), {"g-0": 300, "s1": 0, "s2": 100, "s3": 800}),
     ],
-    ids=["gang", "gang-backfill-depth-1"],
+    ids=["gang", "gang-strict-fifo", "backfill-depth-1", "gang-backfill"],
 )
 def test_the_same_workload_under_each_policy(profile: Profile, want: dict[str, float]) -> None:
     starts, _ = replay(workload(), profile, TRUE)

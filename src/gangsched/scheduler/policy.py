@@ -7,6 +7,10 @@ that cannot be placed. A Profile holds one (`Profile(queue_policy=queue_policy("
 | `gang-strict-fifo` | priority, then creation                  | no: only the head is ever tried      |
 | `gang-sjf`         | priority, then known run time, creation  | yes                                  |
 | `pod-by-pod`       | priority, then creation; no groups       | yes (GenericWorkload off)            |
+| `gang-backfill`    | priority, then creation                  | only where it delays no reservation  |
+
+`gang-backfill` is `gang` plus reservations and backfill (backfill.py, docs/backfill.md), with the settings in
+`Profile.backfill` (default: depth 1, EASY backfill).
 
 Run times come from the `gangsched.io/duration` annotation (api/duration.py); a root without one sorts after
 every root with one under `gang-sjf`.
@@ -60,6 +64,7 @@ QUEUE_POLICIES: dict[str, QueuePolicy] = {
         OrderPolicy("gang-strict-fifo", strict_fifo=True),
         OrderPolicy("gang-sjf", by_runtime=True),
         OrderPolicy("pod-by-pod", groups=False),
+        OrderPolicy("gang-backfill"),
     )
 }
 

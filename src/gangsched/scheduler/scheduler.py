@@ -140,7 +140,10 @@ class Scheduler:
         self._evicting: dict[RootKey, dict[PodKey, float]] = {}
         self._order = 0
         self.cycles = 0
-        self.backfill = Backfill(self, profile.backfill) if profile.backfill is not None else None
+        backfill = profile.backfill
+        if backfill is None and profile.queue_policy.name == "gang-backfill":
+            backfill = BackfillSettings()
+        self.backfill = Backfill(self, backfill) if backfill is not None else None
         self.hierarchy = Hierarchy(
             store,
             self._members,
