@@ -58,4 +58,4 @@ def test_pod_by_pod_splits_the_eight_gpu_story_and_gang_does_not() -> None:
 def test_unknown_policy_names_the_known_ones() -> None:
     with pytest.raises(ValueError, match="unknown queue policy 'fifo' \\(known: gang, gang-strict-fifo"):
         queue_policy("fifo")
-    assert set(QUEUE_POLICIES) == {"gang", "gang-strict-fifo", "gang-sjf", "pod-by-pod"}
+    assert set(QUEUE_POLICIES) == {"gang", "gang-strict-fifo", "gang-sjf", "pod-by-pod", "gang-backfill"}
