@@ -8,7 +8,8 @@ The estimate of a root (a lone pod, a PodGroup, a CompositePodGroup tree) comes 
    PodGroup, the Job or the pod;
 3. else, where the caller keeps one (live mode), a `History` of past run times: the mean of the same owner's
    last two runs, after Tsafrir, Etsion and Feitelson, "Backfilling Using System-Generated Predictions Rather
-   than User Runtime Estimates" (IEEE TPDS 18(6), 2007).
+   than User Runtime Estimates" (IEEE TPDS 18(6), 2007);
+4. else the simulator's true run time, `gangsched.io/duration` (the oracle estimate of a replay).
 
 No estimate means "runs until it ends": the planner then treats the work as never ending.
 Pure functions over objects; nothing here reads a clock.
@@ -21,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..api.duration import DurationError, parse_duration
+from ..api.duration import DurationError, duration_of, parse_duration
 
 __all__ = [
     "EXPECTED_DURATION",
@@ -122,4 +123,12 @@ def estimate_of(
         known = [s for o in owners if o is not None and (s := history.estimate(o)) is not None]
         if known:
             return Estimate(max(known), "history")
+    for holder in [group, *jobs, *pods]:
+        # The simulator's true run time (gangsched.io/duration): the oracle estimate, used last.
+        try:
+            seconds = duration_of(holder) if holder is not None else None
+        except DurationError:
+            seconds = None
+        if seconds is not None:
+            return Estimate(seconds, "duration")
     return UNKNOWN
