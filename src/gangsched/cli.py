@@ -408,6 +408,7 @@ def _sizes(text: str) -> dict[int, float]:
 @gates_option
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--plot", "plot_path", help="Write wait CDFs and GPU states to this PNG.")
+@backfill_options
 def simulate(
     paths: Sequence[str],
     trace: str | None,
@@ -432,6 +433,8 @@ def simulate(
     gates: FeatureGates,
     output: str,
     plot_path: str | None,
+    backfill: BackfillSettings | None,
+    **_planning: float,
 ) -> None:
     """Replay jobs on a virtual clock through the scheduler and measure waits, completion times, GPU time
     allocated without progress, fragmentation, failures and lost work. Jobs come from manifests (arrival:
@@ -453,7 +456,7 @@ def simulate(
     )  # fmt: skip
     options = SimOptions(
         seed=seed, until=until, startup=startup_delay, checkpoint_s=checkpoint, gates=gates,
-        recovery=recovery,
+        recovery=recovery, backfill=_with_policy(backfill, policy),
         failures=FailurePlan(fail_events, fail_start_p, exit_rate, node_fail_rate, node_repair),
     )  # fmt: skip
     console = Console(stderr=True)

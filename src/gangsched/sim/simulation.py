@@ -26,6 +26,7 @@ import numpy as np
 
 from ..api.gates import FeatureGates
 from ..scheduler import Profile, Scheduler, Timeline
+from ..scheduler.backfill import BackfillSettings
 from ..scheduler.policy import queue_policy
 from ..scheduler.recovery import WAIT, Recovery
 from ..store import Change, Store
@@ -49,6 +50,7 @@ class SimOptions:
     gates: FeatureGates = field(default_factory=FeatureGates)
     failures: FailurePlan = field(default_factory=FailurePlan)
     recovery: Recovery = WAIT
+    backfill: BackfillSettings | None = None  # reservations (any policy); gang-backfill alone: depth 1
 
 
 @dataclass(slots=True, eq=False)
@@ -96,6 +98,7 @@ class Simulation:
             queue_policy=queue_policy(options.policy),
             max_unschedulable_s=None,  # every event is known here: a flush could only repeat a failed cycle
             recovery=options.recovery,
+            backfill=options.backfill,
         )
         self.scheduler = Scheduler(self.store, options.gates, seed=options.seed, profile=profile)
         self.timeline = Timeline(self.store, self.scheduler)
