@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import dataclasses
+import json
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
