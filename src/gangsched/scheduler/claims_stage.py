@@ -41,7 +41,7 @@ from .podinfo import PodInfo, PodKey
 from .snapshot import Snapshot
 from .volumes import PodVolumes, Reservations, VolumeCatalog, pod_claim_names, pod_volumes
 
-__all__ = ["CLAIM_KINDS", "DRA_NAME", "ClaimsStage", "PodClaimState"]
+__all__ = ["CLAIM_KINDS", "DRA_NAME", "DRA_WEIGHT", "ClaimsStage", "PodClaimState"]
 
 CLAIM_KINDS = (
     "StorageClass",
@@ -55,6 +55,8 @@ CLAIM_KINDS = (
 )
 
 DRA_NAME = "DynamicResources"
+DRA_WEIGHT = 2
+FIRST_AVAILABLE_MAX = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
 CANNOT_ALLOCATE = "cannot allocate all claims"
 NOT_ON_NODE = "resourceclaim not available on the node"
 # Upstream's filter order: these four come right after NodeResourcesFit, DynamicResources after
@@ -95,6 +97,10 @@ class ClaimsStage:
         self.claim_state = ClaimState(self.devices.use)
         self._states: dict[PodKey, PodClaimState] = {}
         self._users: dict[tuple[str, str], set[PodKey]] | None = None
+        self._found: tuple[PodKey | None, dict[int, list[Allocation]]] = (
+            None,
+            {},
+        )  # last Filter's allocations
 
     # --- keeping in step with the store -------------------------------------------------------------------
     def on_change(self, kind: str, key: tuple[str, str], obj: Any, old: Any) -> None:
@@ -232,12 +238,12 @@ class ClaimsStage:
                 out.append((binding.NAME, [(bad, binding.BIND_CONFLICT)]))
                 remaining &= ok
         if state.claims.uses:
-            rejections = self._devices_filter(state, remaining)
+            rejections = self._devices_filter(state, remaining, pi.key)
             if rejections:
                 out.append((DRA_NAME, rejections))
         return out
 
-    def _devices_filter(self, state: PodClaimState, nodes: BoolArray) -> Rejections:
+    def _devices_filter(self, state: PodClaimState, nodes: BoolArray, pod: PodKey) -> Rejections:
         """DynamicResources' Filter: allocated claims must be available on the node, the others must all be
         allocatable there together."""
         n = len(self.snap)
@@ -264,16 +270,56 @@ class ClaimsStage:
         in_use = self.devices.use
         short = np.zeros(n, dtype=bool)
         errors: dict[str, BoolArray] = {}
+        found: dict[int, list[Allocation]] = {}
+        self._found = (pod, found)
         for node in np.flatnonzero(candidates):
             try:
-                if allocate(self.devices, to_allocate, int(node), in_use) is None:
+                allocations = allocate(self.devices, to_allocate, int(node), in_use)
+                if allocations is None:
                     short[node] = True
+                else:
+                    found[int(node)] = allocations
             except AllocationError as e:
                 errors.setdefault(str(e), np.zeros(n, dtype=bool))[node] = True
         if short.any():
             out.append((short, CANNOT_ALLOCATE))
         out += [(mask, message) for message, mask in errors.items()]
         return out
+
+    # --- Score ----------------------------------------------------------------------------------------------
+    def scores(self, pi: PodInfo, nodes: Any) -> Any | None:
+        """DynamicResources' Score on the feasible `nodes` (after `dynamic`): per claim request with a
+        firstAvailable list, `8 - index` of the subrequest allocated on the node, summed, then normalised to
+        0..100 (DefaultNormalizeScore); None when no claim has such a list (every node would score 0)."""
+        state = self.prefilter(pi)
+        lists = [
+            (use, req)
+            for use in state.claims.uses
+            for req in (use.claim.spec.devices.requests or [] if use.claim.spec.devices else [])
+            if req.firstAvailable
+        ]
+        if not lists:
+            return None
+        pod, found = self._found
+        raw = np.zeros(len(nodes), dtype=np.int64)
+        for k, node in enumerate(nodes):
+            new = iter(found.get(int(node), []) if pod == pi.key else [])
+            allocated: set[str] = set()
+            for use in state.claims.uses:
+                current = self._allocation_of(use.key)
+                if current is None:
+                    allocation = next(new, None)
+                    allocated |= {r for r, _ in allocation.results} if allocation is not None else set()
+                elif current[0] is not None:
+                    allocated |= {r for r, _ in current[0].results}
+                else:
+                    allocated |= {r.request for r in (current[1].devices.results or [])}
+            for _, req in lists:
+                for i, sub in enumerate(req.firstAvailable):
+                    if f"{req.name}/{sub.name}" in allocated:
+                        raw[k] += FIRST_AVAILABLE_MAX - i
+        top = raw.max() if raw.size else 0
+        return raw * 100 // top if top > 0 else None
 
     # --- Reserve --------------------------------------------------------------------------------------------
     def reserve(self, pi: PodInfo, node: int) -> Callable[[], None]:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .claims_stage import DRA_NAME, ClaimsStage
+from .claims_stage import DRA_NAME, DRA_WEIGHT, ClaimsStage
 from .domains import DomainSums
 from .plugins import (
     BoolArray,
@@ -130,6 +130,8 @@ SCORES: tuple[ScorePlugin, ...] = (
         pod_topology_spread.NAME, pod_topology_spread.WEIGHT, PODS, run=pod_topology_spread.score_nodes
     ),
     ScorePlugin(inter_pod_affinity.NAME, inter_pod_affinity.WEIGHT, PODS, run=inter_pod_affinity.score_nodes),
+    # firstAvailable: nodes where earlier subrequests can be allocated score higher (claims_stage.scores)
+    ScorePlugin(DRA_NAME, DRA_WEIGHT, CLAIMS),
     ScorePlugin(balanced_allocation.NAME, balanced_allocation.WEIGHT, RESOURCES),
     ScorePlugin(
         image_locality.NAME,
@@ -234,6 +236,7 @@ class Evaluator:
         # last claims verdict (pod, rejections by plugin) for the failure message.
         self.claims: ClaimsStage | None = None
         self._claims_on = any(f.stage == CLAIMS for f in self.filters)
+        self._dra_scored = any(s.name == DRA_NAME for s in self.scores)
         self._claims_verdict: tuple[PodKey, dict[str, Rejections]] | None = None
 
     def _dynamic(self, c: _Class, cols: npt.NDArray[np.intp] | slice | set[int]) -> None:
@@ -455,7 +458,8 @@ class Evaluator:
         masked = fit if scope is None else fit[scope]
         if claims_ok is not None:
             masked = np.where(claims_ok if scope is None else claims_ok[scope], masked, -1)
-        if layer is None and not c.static_scores:
+        claims_scored = claims_ok is not None and self._dra_scored
+        if layer is None and not c.static_scores and not claims_scored:
             top = masked.max() if masked.size else -1
             if top < 0:
                 return self._failure(c, None, candidates, pi)
@@ -472,6 +476,10 @@ class Evaluator:
         total = masked[idx].copy()
         for plugin, scores in self._plugin_scores(c, layer, nodes):
             total += plugin.weight * scores
+        if claims_scored and self.claims is not None:
+            dra = self.claims.scores(pi, nodes)
+            if dra is not None:
+                total += DRA_WEIGHT * dra
         best = np.flatnonzero(total == total.max())
         return int(nodes[best[0] if best.size == 1 else best[self.rng.integers(best.size)]])
 
