@@ -254,3 +254,46 @@ def test_claims_from_templates_get_node_local_devices(
     for side, message in messages.items():
         assert message.startswith("Unschedulable: 0/"), (side, message)
         assert "2 cannot allocate all claims" in message, (side, message)
+
+
+def test_podgroup_claim_is_shared_and_reserved_for_the_group(
+    kube_client: Client,
+    kube_scheduler: ManagedProcess,
+    gangsched: ManagedProcess,
+    volume_and_claim_controllers: ManagedProcess,
+    sides: dict[str, str],
+) -> None:
+    """DRAWorkloadResourceClaims: a gang of 2 whose pods' claim equals the PodGroup's; one device, on n2.
+    The resourceclaim controller makes one claim for the group; both schedulers put both members on n2 with
+    that one claim allocated once and reserved for the PodGroup."""
+    _create(kube_client, _device_class())
+    claim = {"name": "gpu", "resourceClaimTemplateName": "one-gpu"}
+    for side, ns in sides.items():
+        _create(kube_client, _slice(f"{ns}-n2-gpus", f"{ns}-n2", ["gpu-0"]))
+        _create(kube_client, _template(ns))
+        _create(
+            kube_client,
+            {
+                "apiVersion": "scheduling.k8s.io/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": "pg", "namespace": ns},
+                "spec": {"schedulingPolicy": {"gang": {"minCount": 2}}, "resourceClaims": [claim]},
+            },
+        )
+        for name in ("m0", "m1"):
+            group = {"podGroupName": "pg"}
+            _create(
+                kube_client,
+                _pod(ns, name, SCHEDULERS[side], resourceClaims=[claim], schedulingGroup=group),
+            )
+    for side, ns in sides.items():
+        for name in ("m0", "m1"):
+            node = _wait(f"{side}: {name} bound", lambda ns=ns, name=name: _node_of(kube_client, ns, name))
+            assert node == f"{ns}-n2", (side, name)
+        (group_claim,) = list(kube_client.list(ResourceClaim, namespace=ns))
+        assert group_claim.metadata.ownerReferences[0].kind == "PodGroup", side
+        allocation = group_claim.status.allocation
+        assert [(r.pool, r.device) for r in allocation.devices.results] == [(f"{ns}-n2", "gpu-0")], side
+        reserved = [(r.resource, r.name) for r in group_claim.status.reservedFor]
+        assert reserved == [("podgroups", "pg")], (side, reserved)
+        kube_client.delete(ResourceSlice, f"{ns}-n2-gpus")
