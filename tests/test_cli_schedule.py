@@ -159,3 +159,39 @@ def test_json_shows_volume_bindings_and_claim_allocations() -> None:
     assert claim["reservedFor"] == [{"resource": "pods", "name": "trainer-with-gpus", "uid": ""}]
     assert claims["shared-gpu"]["allocation"] is None  # no pod uses it
     assert placements(out)["ml/trainer-with-gpus"] == "gpu-b1"
+
+
+EMPTY_CLAIM_SPECS = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: none, namespace: default}
+spec: null
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: inner-none, namespace: default}
+spec: {spec: null}
+---
+apiVersion: v1
+kind: Node
+metadata: {name: n1}
+status: {allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: default}
+spec:
+  containers: [{name: c, image: i}]
+  resourceClaims:
+  - {name: a, resourceClaimTemplateName: none}
+  - {name: b, resourceClaimTemplateName: inner-none}
+"""
+
+
+def test_claim_templates_with_a_null_spec_are_empty_claims() -> None:
+    """The API server decodes `spec: null` as the zero value: a claim with no requests, valid, allocated with
+    no devices (a crash once, found by the fuzz tests)."""
+    assert CliRunner().invoke(main, ["validate", "-f", "-"], input=EMPTY_CLAIM_SPECS).exit_code == 0
+    out = as_json("-f", "-", stdin=EMPTY_CLAIM_SPECS)
+    assert placements(out) == {"default/p": "n1"}
+    assert sorted(c["allocation"]["devices"]["results"] == [] for c in out["claims"]) == [True, True]

@@ -217,8 +217,14 @@ def apply_defaults(objects: Iterable[Any]) -> list[tuple[Any, FieldError]]:
         elif isinstance(obj, batch_v1.Job):
             _job_defaults(obj)
         elif isinstance(obj, resource_v1.ResourceClaim):
+            if obj.spec is None:  # `spec: null` decodes to the zero value on the API server: no devices
+                obj.spec = resource_v1.ResourceClaimSpec()
             claim_spec_defaults(obj.spec)
-        elif isinstance(obj, resource_v1.ResourceClaimTemplate) and obj.spec is not None:
+        elif isinstance(obj, resource_v1.ResourceClaimTemplate):
+            if obj.spec is None:
+                obj.spec = resource_v1.ResourceClaimTemplateSpec(spec=resource_v1.ResourceClaimSpec())
+            elif obj.spec.spec is None:
+                obj.spec.spec = resource_v1.ResourceClaimSpec()
             claim_spec_defaults(obj.spec.spec)
         else:
             _storage_defaults(obj, default_class)

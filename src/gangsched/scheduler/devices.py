@@ -277,9 +277,25 @@ class _Alternative:
     count: int
 
 
+def _device_claim(claim: Any) -> Any:
+    """The claim's `spec.devices`, or an empty one: the API server stores an omitted spec or devices as
+    the zero value (no requests, no constraints), which allocates trivially."""
+    spec = claim.spec
+    return spec.devices if spec is not None and spec.devices is not None else _NO_DEVICES
+
+
+@dataclass(frozen=True, slots=True)
+class _NoDevices:
+    requests: tuple[Any, ...] = ()
+    constraints: tuple[Any, ...] = ()
+
+
+_NO_DEVICES = _NoDevices()
+
+
 def _alternatives(catalog: DeviceCatalog, claim: Any) -> list[list[_Alternative]]:
     out = []
-    for req in claim.spec.devices.requests or []:
+    for req in _device_claim(claim).requests or []:
         subs = [(f"{req.name}/{s.name}", s) for s in req.firstAvailable or []] or [(req.name, req.exactly)]
         alts = []
         for name, r in subs:
@@ -322,7 +338,7 @@ class _Search:
         self.in_use = in_use
         self.alts = [_alternatives(catalog, c) for c in claims]
         self.constraints = [
-            [(c.matchAttribute, set(c.requests or [])) for c in (claim.spec.devices.constraints or [])]
+            [(c.matchAttribute, set(c.requests or [])) for c in (_device_claim(claim).constraints or [])]
             for claim in claims
         ]
         self.taken: set[DeviceID] = set()
@@ -462,7 +478,7 @@ def simple_request(catalog: DeviceCatalog, claims: list[Any]) -> tuple[tuple[str
     constraints: then it fits on a node exactly when that many matching devices are free there."""
     if len(claims) != 1:
         return None
-    devices = claims[0].spec.devices
+    devices = _device_claim(claims[0])
     if devices.constraints or len(devices.requests or []) != 1:
         return None
     (alts,) = _alternatives(catalog, claims[0])

@@ -74,7 +74,7 @@ _STORAGE_AND_DEVICES: dict[str, Callable[[Any], list[FieldError]]] = {
     "DeviceClass": device_class,
     "ResourceSlice": resource_slice,
     "ResourceClaim": lambda obj: resource_claim_spec(obj.spec),
-    "ResourceClaimTemplate": lambda obj: resource_claim_spec(obj.spec.spec, "spec.spec"),
+    "ResourceClaimTemplate": lambda obj: resource_claim_spec(obj.spec and obj.spec.spec, "spec.spec"),
 }
 
 
