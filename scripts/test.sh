@@ -9,7 +9,7 @@ PY=${PYTHON:-python3}
 .venv/bin/ruff check src tests benchmarks
 .venv/bin/ruff format --check src tests benchmarks
 .venv/bin/mypy
-# tests/live start a real etcd + kube-apiserver + kube-scheduler v1.37.2: build them on first use (about 10 minutes
+# tests/live start a real etcd, kube-apiserver, kube-scheduler, kube-controller-manager v1.37.2: built on first use (20+ min
 # once on 2 cores, then cached in ~/.cache/gangsched). Without them the live tests skip, except under CI=true.
 if ! ./scripts/kube-binaries.sh >/dev/null; then
     [ "${CI:-}" != true ] || { echo "test.sh: scripts/kube-binaries.sh failed under CI=true" >&2; exit 1; }
