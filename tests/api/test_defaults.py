@@ -211,3 +211,27 @@ def test_device_requests_default_to_one_device() -> None:
     assert (a.exactly.allocationMode, a.exactly.count) == ("ExactCount", 1)
     assert (b.exactly.allocationMode, b.exactly.count) == ("All", None)
     assert (c.firstAvailable[0].allocationMode, c.firstAvailable[0].count) == ("ExactCount", 1)
+
+
+def test_replication_controller_without_selector_selects_its_template_labels() -> None:
+    # v1 SetDefaults_ReplicationController: an empty selector becomes the template's labels; a given one stays.
+    template = {"metadata": {"labels": {"app": "web", "tier": "fe"}}, "spec": {"containers": []}}
+    objects, errors = _defaulted(
+        {
+            "apiVersion": "v1",
+            "kind": "ReplicationController",
+            "metadata": {"name": "a"},
+            "spec": {"template": template},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "ReplicationController",
+            "metadata": {"name": "b"},
+            "spec": {"selector": {"app": "web"}, "template": template},
+        },
+    )
+    assert errors == []
+    a, b = objects[-2:]
+    assert a.spec.selector == {"app": "web", "tier": "fe"}
+    assert b.spec.selector == {"app": "web"}
+    assert a.metadata.namespace == "default"

@@ -10,7 +10,8 @@
   volumeMode Filesystem; PersistentVolumeClaim: volumeMode Filesystem, and a claim without
   storageClassName gets the default class (annotation `storageclass.kubernetes.io/is-default-class`), as the
   DefaultStorageClass admission plugin does;
-- ResourceClaim and ResourceClaimTemplate requests: allocationMode ExactCount with count 1.
+- ResourceClaim and ResourceClaimTemplate requests: allocationMode ExactCount with count 1;
+- ReplicationController: an empty selector becomes the template's labels (SetDefaults_ReplicationController).
 
 Mutates the objects in place and returns field errors for references that cannot be resolved (a
 priorityClassName naming no PriorityClass), which upstream's admission would refuse.
@@ -33,6 +34,7 @@ from lightkube.models import (
 
 from .errors import FieldError, not_found
 from .kinds import kind_info
+from .pod_selectors import ReplicationController
 
 __all__ = ["SYSTEM_PRIORITY_CLASSES", "PriorityResolver", "apply_defaults"]
 
@@ -194,6 +196,13 @@ def claim_spec_defaults(spec: Any) -> None:
             _exact_defaults(sub)
 
 
+def _replication_controller_defaults(rc: ReplicationController) -> None:
+    spec, template = rc.spec, rc.spec.template if rc.spec is not None else None
+    labels = template.metadata.labels if template is not None and template.metadata is not None else None
+    if spec is not None and labels is not None and not spec.selector:
+        spec.selector = dict(labels)
+
+
 def apply_defaults(objects: Iterable[Any]) -> list[tuple[Any, FieldError]]:
     """Default every object in place; returns (object, error) for unresolvable references."""
     objects = list(objects)
@@ -226,6 +235,8 @@ def apply_defaults(objects: Iterable[Any]) -> list[tuple[Any, FieldError]]:
             elif obj.spec.spec is None:
                 obj.spec.spec = resource_v1.ResourceClaimSpec()
             claim_spec_defaults(obj.spec.spec)
+        elif isinstance(obj, ReplicationController):
+            _replication_controller_defaults(obj)
         else:
             _storage_defaults(obj, default_class)
         problems.extend((obj, e) for e in errors)

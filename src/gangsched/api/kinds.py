@@ -17,6 +17,7 @@ from lightkube.models import (
 )
 
 from .jobset import JOBSET_API_VERSION, JobSet
+from .pod_selectors import ReplicaSet, ReplicationController, Service, StatefulSet
 
 __all__ = ["KINDS", "KindInfo", "kind_info"]
 
@@ -44,6 +45,11 @@ _ALL = [
     KindInfo("ResourceClaimTemplate", "resource.k8s.io/v1", resource_v1.ResourceClaimTemplate, True),
     KindInfo("ResourceClaim", "resource.k8s.io/v1", resource_v1.ResourceClaim, True),
     KindInfo("PodDisruptionBudget", "policy/v1", policy_v1.PodDisruptionBudget, True),
+    # Read for their pod selectors only: PodTopologySpread's system default constraints (pod_selectors.py).
+    KindInfo("Service", "v1", Service, True),
+    KindInfo("ReplicationController", "v1", ReplicationController, True),
+    KindInfo("ReplicaSet", "apps/v1", ReplicaSet, True),
+    KindInfo("StatefulSet", "apps/v1", StatefulSet, True),
     KindInfo("Job", "batch/v1", batch_v1.Job, True),
     KindInfo("Workload", "scheduling.k8s.io/v1beta1", scheduling_v1beta1.Workload, True),
     KindInfo("PodGroup", "scheduling.k8s.io/v1beta1", scheduling_v1beta1.PodGroup, True),

@@ -8,6 +8,7 @@ from typing import Any
 
 import msgspec
 
+from .labelselector import Selector
 from .plugins.image_locality import pod_images
 from .plugins.unsupported import refusal
 from .podtraits import PodTraits, pod_traits
@@ -101,8 +102,11 @@ def _requests(spec: Any) -> tuple[dict[str, int], tuple[int, int]]:
     return cached
 
 
-def pod_info(pod: Any, order: int, use_groups: bool = True) -> PodInfo:
-    """PodInfo for a defaulted, valid pod; `use_groups=False` ignores schedulingGroup (gate off)."""
+def pod_info(
+    pod: Any, order: int, use_groups: bool = True, default_selector: Selector | None = None
+) -> PodInfo:
+    """PodInfo for a defaulted, valid pod; `use_groups=False` ignores schedulingGroup (gate off);
+    `default_selector` feeds PodTopologySpread's system default constraints (podtraits.pod_traits)."""
     spec = pod.spec
     meta = pod.metadata
     requests, nonzero = _requests(spec)
@@ -120,6 +124,6 @@ def pod_info(pod: Any, order: int, use_groups: bool = True) -> PodInfo:
         group=group,
         scheduler_name=spec.schedulerName or "default-scheduler",
         preemption_policy=spec.preemptionPolicy or "PreemptLowerPriority",
-        traits=pod_traits(pod),
+        traits=pod_traits(pod, default_selector),
         claims=uses_claims(spec),
     )

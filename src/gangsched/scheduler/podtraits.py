@@ -15,7 +15,15 @@ import msgspec
 
 from .labelselector import NOTHING, Requirement, Selector, compile_selector
 
-__all__ = ["AffinityTerm", "HostPort", "PodTraits", "SpreadConstraint", "WeightedTerm", "pod_traits"]
+__all__ = [
+    "AffinityTerm",
+    "HostPort",
+    "PodTraits",
+    "SpreadConstraint",
+    "WeightedTerm",
+    "pod_traits",
+    "system_default_constraints",
+]
 
 HostPort = tuple[str, str, int]  # (hostIP, protocol, hostPort), sanitized as upstream's HostPortInfo
 BIND_ALL = "0.0.0.0"
@@ -72,6 +80,9 @@ class PodTraits:
     preferred_affinity: tuple[WeightedTerm, ...]
     preferred_anti_affinity: tuple[WeightedTerm, ...]
     spread: tuple[SpreadConstraint, ...] = field(default=())
+    # The spread constraints are the system defaults (default_spread.py): scoring does not require nodes to
+    # carry every key (upstream's requireAllTopologies is false for them).
+    spread_defaulted: bool = False
 
     @property
     def carries_terms(self) -> bool:
@@ -135,13 +146,42 @@ def _spread(spec: Any, labels: Mapping[str, str]) -> tuple[SpreadConstraint, ...
     return tuple(out)
 
 
-_INTERNED: dict[bytes, PodTraits] = {}
+_HOSTNAME = "kubernetes.io/hostname"
+_ZONE = "topology.kubernetes.io/zone"
+# plugin.go systemDefaultConstraints, in its order.
+_SYSTEM_DEFAULTS = ((_HOSTNAME, 3), (_ZONE, 5))
+
+
+def system_default_constraints(selector: Selector) -> tuple[SpreadConstraint, ...]:
+    """The system default constraints with `selector`, upstream's defaults for the other fields."""
+    return tuple(
+        SpreadConstraint(
+            max_skew=skew,
+            topology_key=key,
+            when_unsatisfiable="ScheduleAnyway",
+            selector=selector,
+            min_domains=1,
+            node_affinity_policy="Honor",
+            node_taints_policy="Ignore",
+        )
+        for key, skew in _SYSTEM_DEFAULTS
+    )
+
+
+_INTERNED: dict[tuple[bytes, Selector | None], PodTraits] = {}
 _INTERN_LIMIT = 100_000
 
 
-def pod_traits(pod: Any) -> PodTraits:
-    """The interned traits of a pod (typed lightkube Pod, defaulted)."""
+def pod_traits(pod: Any, default_selector: Selector | None = None) -> PodTraits:
+    """The interned traits of a pod (typed lightkube Pod, defaulted). A pod without spread constraints of
+    its own gets the system default constraints with `default_selector` when that selects something
+    (default_spread.py builds it from the objects that select the pod)."""
     meta, spec = pod.metadata, pod.spec
+    defaulted = (
+        not spec.topologySpreadConstraints and default_selector is not None and not default_selector.empty
+    )
+    if not defaulted:
+        default_selector = None
     namespace = meta.namespace or "default"
     labels = dict(meta.labels or {})
     terminating = meta.deletionTimestamp is not None
@@ -151,8 +191,11 @@ def pod_traits(pod: Any) -> PodTraits:
     ports = [(c.ports, c.restartPolicy) for c in (spec.initContainers or [])] + [
         c.ports for c in spec.containers or []
     ]
-    key = msgspec.json.encode(
-        (namespace, sorted(labels.items()), terminating, ports, pa, paa, spec.topologySpreadConstraints)
+    key = (
+        msgspec.json.encode(
+            (namespace, sorted(labels.items()), terminating, ports, pa, paa, spec.topologySpreadConstraints)
+        ),
+        default_selector,
     )
     cached = _INTERNED.get(key)
     if cached is not None:
@@ -187,7 +230,10 @@ def pod_traits(pod: Any) -> PodTraits:
         )
         if paa is not None
         else (),
-        spread=_spread(spec, labels),
+        spread=system_default_constraints(default_selector)
+        if default_selector is not None
+        else _spread(spec, labels),
+        spread_defaulted=default_selector is not None,
     )
     _INTERNED[key] = traits
     return traits

@@ -31,12 +31,15 @@ from .decision import (
     Notice,
     VolumeBinding,
 )
+from .default_spread import SELECTING_KINDS, PodSelectors
 from .evaluator import Evaluator
 from .hierarchy import Hierarchy, topology_key
 from .hints import RoomNeed, RoomWaiters
+from .labelselector import Selector
 from .outcome import POD_SCHEDULED, bind, group_condition, pod_failed, record_tree
 from .plugins import BoolArray
 from .podinfo import PodInfo, PodKey, is_terminal, pod_info
+from .podtraits import pod_traits
 from .policy import QUEUE_POLICIES, QueuePolicy
 from .postfilter import PostFilterResult, preempt_after_failure
 from .preemption import PreemptionView
@@ -140,6 +143,7 @@ class Scheduler:
         self._evicting: dict[RootKey, dict[PodKey, float]] = {}
         self._order = 0
         self.cycles = 0
+        self.pod_selectors = PodSelectors(store)  # PodTopologySpread's default constraints read them
         backfill = profile.backfill
         if backfill is None and profile.queue_policy.name == "gang-backfill":
             backfill = BackfillSettings()
@@ -175,6 +179,8 @@ class Scheduler:
             self._queue_entries.clear()
         if change.kind in CLAIM_KINDS or change.kind == "Pod":
             self._on_claims_change(change)
+        if change.kind in SELECTING_KINDS:
+            self._on_selecting_change(change)
         if change.kind in ("Node", "Namespace"):  # namespace labels feed namespaceSelectors
             self._snap = self._ev = None
             self.waiters.clear()
@@ -187,6 +193,26 @@ class Scheduler:
             root = self.hierarchy.root_of_composite(change.key)
             for group in self.hierarchy.tree_groups(root):
                 self._regate(group)
+
+    def _default_selector(self, pod: Any) -> Selector | None:
+        """The selector of PodTopologySpread's system default constraints for `pod`; None when the pod has
+        constraints of its own or no object of the selecting kinds exists."""
+        if pod.spec.topologySpreadConstraints or not any(self.store.count(k) for k in SELECTING_KINDS):
+            return None
+        return self.pod_selectors.selector_for(pod)
+
+    def _on_selecting_change(self, change: Change) -> None:
+        """A Service, ReplicationController, ReplicaSet or StatefulSet changed: the pending pods of its
+        namespace are scored with the default selector as it is now (upstream reads its listers in each
+        PreScore). No requeue: the defaults are ScheduleAnyway and never made a pod unschedulable."""
+        self.pod_selectors.changed()
+        namespace = change.key[0]
+        for key, pi in self._pods.items():
+            if key[0] == namespace and not pi.pod.spec.nodeName:
+                selector = self._default_selector(pi.pod)
+                traits = pod_traits(pi.pod, selector)
+                if traits is not pi.traits:
+                    pi.traits = traits
 
     def _on_claims_change(self, change: Change) -> None:
         """Storage and device objects feed the claims stage; a change that may let a waiting pod fit
@@ -238,7 +264,7 @@ class Scheduler:
         pi = self._pods.get(key)
         if pi is None:
             self._order += 1
-            pi = pod_info(pod, self._order, self.use_groups)
+            pi = pod_info(pod, self._order, self.use_groups, self._default_selector(pod))
             self._pods[key] = pi
             if pi.group is not None:
                 self._members.setdefault(pi.group, set()).add(key)

@@ -27,6 +27,7 @@ from .common import gate_forbidden
 from .core import job_spec, node, pod_disruption_budget, pod_spec, priority_class
 from .groups import composite_pod_group_spec, pod_group_spec
 from .meta import object_meta
+from .pod_selectors import label_selector_owner, map_selector_owner
 from .references import reference_errors
 from .resource import device_class, resource_claim_spec, resource_slice
 from .storage import csi_node, persistent_volume, persistent_volume_claim, storage_class
@@ -65,7 +66,7 @@ def object_errors(item: Loaded, gates: FeatureGates) -> list[FieldError]:
     return errors
 
 
-# Kinds checked on their own object alone, the same under every gate.
+# Kinds checked on their own object alone, the same under every gate (storage, devices, pod selectors).
 _STORAGE_AND_DEVICES: dict[str, Callable[[Any], list[FieldError]]] = {
     "StorageClass": storage_class,
     "PersistentVolume": persistent_volume,
@@ -75,6 +76,10 @@ _STORAGE_AND_DEVICES: dict[str, Callable[[Any], list[FieldError]]] = {
     "ResourceSlice": resource_slice,
     "ResourceClaim": lambda obj: resource_claim_spec(obj.spec),
     "ResourceClaimTemplate": lambda obj: resource_claim_spec(obj.spec and obj.spec.spec, "spec.spec"),
+    "Service": lambda obj: map_selector_owner("Service", obj),
+    "ReplicationController": lambda obj: map_selector_owner("ReplicationController", obj),
+    "ReplicaSet": lambda obj: label_selector_owner("ReplicaSet", obj),
+    "StatefulSet": lambda obj: label_selector_owner("StatefulSet", obj),
 }
 
 

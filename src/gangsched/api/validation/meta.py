@@ -7,9 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import FieldError, forbidden, invalid, required
-from .names import dns1123_label, dns1123_subdomain, label_key
+from .names import dns1035_label, dns1123_label, dns1123_subdomain, label_key
 
-__all__ = ["NAME_FORMATS", "label_map", "object_meta"]
+__all__ = ["NAME_FORMATS", "label_map", "label_value", "object_meta"]
 
 #: How each kind's metadata.name is checked upstream (NameIsDNSLabel or NameIsDNSSubdomain).
 NAME_FORMATS: dict[str, Callable[[str], list[str]]] = {
@@ -22,6 +22,7 @@ NAME_FORMATS: dict[str, Callable[[str], list[str]]] = {
     "Job": dns1123_subdomain,
     "Workload": dns1123_subdomain,
     "CompositePodGroup": dns1123_subdomain,
+    "Service": dns1035_label,  # ValidateServiceName
 }
 
 _LABEL_VALUE_FMT = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"
@@ -31,6 +32,16 @@ _LABEL_VALUE_MSG = (
     "start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used "
     f"for validation is '{_LABEL_VALUE_FMT}')"
 )
+
+
+def label_value(value: str) -> list[str]:
+    """IsValidLabelValue: the detail strings for a label value (empty when valid)."""
+    errors = []
+    if len(value) > 63:
+        errors.append("must be no more than 63 characters")
+    if not _LABEL_VALUE.match(value):
+        errors.append(_LABEL_VALUE_MSG)
+    return errors
 
 
 def label_map(path: str, labels: Any) -> list[FieldError]:
@@ -47,10 +58,7 @@ def label_map(path: str, labels: Any) -> list[FieldError]:
         if not isinstance(value, str):
             errors.append(invalid(f"{path}[{key}]", value, "must be a string"))
             continue
-        if len(value) > 63:
-            errors.append(invalid(path, value, "must be no more than 63 characters"))
-        if not _LABEL_VALUE.match(value):
-            errors.append(invalid(path, value, _LABEL_VALUE_MSG))
+        errors += [invalid(path, value, m) for m in label_value(value)]
     return errors
 
 

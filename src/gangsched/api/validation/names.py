@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["dns1123_label", "dns1123_subdomain", "label_key", "path_segment_name"]
+__all__ = ["dns1035_label", "dns1123_label", "dns1123_subdomain", "label_key", "path_segment_name"]
 
 _LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _SUBDOMAIN_FMT = _LABEL_FMT + "(\\." + _LABEL_FMT + ")*"
 _QNAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _LABEL = re.compile(f"^{_LABEL_FMT}$")
+_DNS1035_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_DNS1035 = re.compile(f"^{_DNS1035_FMT}$")
 _SUBDOMAIN = re.compile(f"^{_SUBDOMAIN_FMT}$")
 _QNAME = re.compile(f"^{_QNAME_FMT}$")
 
@@ -52,6 +54,20 @@ def dns1123_label(value: str) -> list[str]:
         errs.append(_max_len(63))
     if not _LABEL.match(value):
         errs.append(_regex_error(_LABEL_MSG, _LABEL_FMT, "my-name", "123-abc"))
+    return errs
+
+
+def dns1035_label(value: str) -> list[str]:
+    """IsDNS1035Label: Service names (NameIsDNS1035Label)."""
+    errs = []
+    if len(value) > 63:
+        errs.append(_max_len(63))
+    if not _DNS1035.match(value):
+        msg = (
+            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+            "alphabetic character, and end with an alphanumeric character"
+        )
+        errs.append(_regex_error(msg, _DNS1035_FMT, "my-name", "abc-123"))
     return errs
 
 

@@ -10,9 +10,11 @@ one if the pod matches its own selector, exceed the domains' minimum by more tha
 while there are fewer domains than minDomains). Score: per feasible node, for each soft constraint,
 count x log(domains + 2) + (maxSkew - 1), rounded, then reversed so that the emptiest domain scores 100.
 
-System default constraints (hostname 3, zone 5, ScheduleAnyway) take their selector from the Services,
-ReplicationControllers, ReplicaSets and StatefulSets that select the pod; gangsched reads none of those kinds,
-so for its input that selector is always empty and upstream skips the defaults the same way.
+System default constraints (hostname 3, zone 5, ScheduleAnyway; default_spread.py) apply to a pod with no
+constraints of its own whose default selector selects something. For them upstream's requireAllTopologies is
+false: no feasible node is left out of scoring for lacking a key, a node scores only the constraints whose
+key it carries, and nodes without the key form one more domain, the empty value (they count towards the
+number of domains, and their pods count for nodes labelled with the empty value).
 """
 
 from __future__ import annotations
@@ -83,7 +85,10 @@ def _prepare(view: PodsView, pod: PodContext, when: str) -> list[_Prepared]:
     cached = pod.cache.get((NAME, when))
     if cached is None:
         constraints = [c for c in pod.traits.spread if c.when_unsatisfiable == when]
-        with_keys = _with_all_keys(view, constraints)
+        if pod.traits.spread_defaulted:  # requireAllTopologies is false
+            with_keys = np.ones(len(view.snap), dtype=bool)
+        else:
+            with_keys = _with_all_keys(view, constraints)
         cached = []
         for c in constraints:
             among = with_keys & _included(c, pod)
@@ -147,20 +152,28 @@ def score_nodes(view: PodsView, pod: PodContext, feasible: npt.NDArray[np.intp])
     soft = _prepare(view, pod, "ScheduleAnyway")
     if not soft or feasible.size == 0:
         return None
-    kept = _with_all_keys(view, [p.constraint for p in soft])[feasible]  # others are ignored: they score 0
+    if pod.traits.spread_defaulted:
+        kept = np.ones(feasible.size, dtype=bool)
+    else:  # others are ignored: they score 0
+        kept = _with_all_keys(view, [p.constraint for p in soft])[feasible]
     raw = np.zeros(feasible.size, dtype=np.float64)
     for i, p in enumerate(soft):
         c = p.constraint
         codes = view.snap.label_codes(c.topology_key)
         question, weight = _counted(pod.traits.namespace, c.selector)
+        labelled = codes[feasible] >= 0
         if c.topology_key == HOSTNAME:
             size = int(kept.sum())
             count = view.counts(question, weight)[feasible]
         else:
             domains = view.domains(question, weight, c.topology_key, p.among, (pod.key, "ScheduleAnyway", i))
-            size = int(np.unique(codes[feasible[kept]]).size)
             count = np.where(kept, domains.per_node()[feasible], 0)
-        raw += count * math.log(size + 2) + (c.max_skew - 1)
+            if pod.traits.spread_defaulted:
+                size, count = _with_unlabelled_domain(view, pod, p, feasible, count, question, weight)
+            else:
+                size = int(np.unique(codes[feasible[kept]]).size)
+        # a node scores only the constraints whose key it carries (kept nodes carry them all otherwise)
+        raw += np.where(labelled, count * math.log(size + 2) + (c.max_skew - 1), 0.0)
     scores = np.floor(raw + 0.5).astype(np.int64)  # Go's math.Round for non-negative values
     if not kept.any():
         return np.zeros(feasible.size, dtype=np.int64)
@@ -168,3 +181,29 @@ def score_nodes(view: PodsView, pod: PodContext, feasible: npt.NDArray[np.intp])
     if top == 0:
         return np.where(kept, MAX_NODE_SCORE, 0).astype(np.int64)
     return np.where(kept, MAX_NODE_SCORE * (top + low - scores) // top, 0).astype(np.int64)
+
+
+def _with_unlabelled_domain(
+    view: PodsView,
+    pod: PodContext,
+    p: _Prepared,
+    feasible: npt.NDArray[np.intp],
+    count: Int64Array,
+    question: Hashable,
+    weight: Callable[[PodTraits], int],
+) -> tuple[int, Int64Array]:
+    """Upstream's initPreScoreState without requireAllTopologies reads a missing label as the value "":
+    the number of domains counts it once, and the pods on unlabelled nodes (of `among`) count for the nodes
+    whose label is the empty string. Returns (number of domains, per feasible node counts)."""
+    key = p.constraint.topology_key
+    codes = view.snap.label_codes(key)
+    empty_code = view.snap.label_values.get(key, {}).get("")
+    feasible_codes = codes[feasible]
+    if empty_code is not None:
+        feasible_codes = np.where(feasible_codes < 0, empty_code, feasible_codes)
+    size = int(np.unique(feasible_codes).size)
+    if empty_code is not None:
+        unlabelled = (codes < 0) & p.among
+        extra = int(view.counts(question, weight)[unlabelled].sum())
+        count = np.where(codes[feasible] == empty_code, count + extra, count)
+    return size, count
