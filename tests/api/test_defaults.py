@@ -214,7 +214,8 @@ def test_device_requests_default_to_one_device() -> None:
 
 
 def test_replication_controller_without_selector_selects_its_template_labels() -> None:
-    # v1 SetDefaults_ReplicationController: an empty selector becomes the template's labels; a given one stays.
+    # v1 SetDefaults_ReplicationController: an empty selector becomes the template's labels; a given one
+    # stays.
     template = {"metadata": {"labels": {"app": "web", "tier": "fe"}}, "spec": {"containers": []}}
     objects, errors = _defaulted(
         {

@@ -56,29 +56,23 @@ class LabelSelectorSpec(_Model):
     selector: meta_v1.LabelSelector | None = None
 
 
-class Service(_Model):
+class _Object(_Model):
     apiVersion: str | None = None
     kind: str | None = None
     metadata: meta_v1.ObjectMeta | None = None
+
+
+class Service(_Object):
     spec: MapSelectorSpec | None = None
 
 
-class ReplicationController(_Model):
-    apiVersion: str | None = None
-    kind: str | None = None
-    metadata: meta_v1.ObjectMeta | None = None
+class ReplicationController(_Object):
     spec: ReplicationControllerSpec | None = None
 
 
-class ReplicaSet(_Model):
-    apiVersion: str | None = None
-    kind: str | None = None
-    metadata: meta_v1.ObjectMeta | None = None
+class ReplicaSet(_Object):
     spec: LabelSelectorSpec | None = None
 
 
-class StatefulSet(_Model):
-    apiVersion: str | None = None
-    kind: str | None = None
-    metadata: meta_v1.ObjectMeta | None = None
+class StatefulSet(_Object):
     spec: LabelSelectorSpec | None = None
