@@ -29,6 +29,7 @@ from gangsched.live.controlplane import LocalControlPlane, ManagedProcess, free_
 from gangsched.live.fakekubelet import FakeKubelet
 
 from ..conftest import unavailable
+from . import paired
 from . import test_volumes_devices_side_by_side as vd
 from .deployment import NAMESPACE, PodFiles, container_args, in_cluster_replica, install_deploy, put_object
 from .podgroup_cases import CASES, Harness, ensure_priority_classes
@@ -365,9 +366,9 @@ def local_volume_pod(p: Probe) -> None:
     claimRef first (VolumeBinding's PreBind)."""
     ns = p.h.namespace
     for doc in (vd._storage_class(), vd._local_pv(f"{ns}-local", p.h.node), vd._claim(ns, "data")):
-        vd._create(p.client, doc)
+        paired.create(p.client, doc)
     volume = {"name": "d", "persistentVolumeClaim": {"claimName": "data"}}
-    vd._create(p.client, vd._pod(ns, "p", p.name, volumes=[volume]))
+    paired.create(p.client, paired.pod(ns, "p", p.name, volumes=[volume]))
 
 
 def device_claim_pod(p: Probe) -> None:
@@ -375,9 +376,9 @@ def device_claim_pod(p: Probe) -> None:
     the claim for the pod first (DynamicResources' PreBind, the claim's status)."""
     ns = p.h.namespace
     for doc in (vd._device_class(), vd._slice(f"{ns}-gpus", p.h.node, ["gpu-0"]), vd._template(ns)):
-        vd._create(p.client, doc)
+        paired.create(p.client, doc)
     claim = {"name": "gpu", "resourceClaimTemplateName": "one-gpu"}
-    vd._create(p.client, vd._pod(ns, "p", p.name, resourceClaims=[claim]))
+    paired.create(p.client, paired.pod(ns, "p", p.name, resourceClaims=[claim]))
 
 
 def broken_volume_binding(p: Probe) -> None:
@@ -427,6 +428,10 @@ BREAKS: dict[str, tuple[str, Callable[[Probe], None]]] = {
         ("the StorageClass informer cannot list: never ready", broken_informer("StorageClass")),
     "ClusterRole: resource.k8s.io deviceclasses,resourceslices,resourceclaims list,watch":
         ("the DeviceClass informer cannot list: never ready", broken_informer("DeviceClass")),
+    "ClusterRole: core services,replicationcontrollers list,watch":
+        ("the Service informer cannot list: never ready", broken_informer("Service")),
+    "ClusterRole: apps replicasets,statefulsets list,watch":
+        ("the ReplicaSet informer cannot list: never ready", broken_informer("ReplicaSet")),
     "ClusterRole: core persistentvolumes,persistentvolumeclaims update":
         ("a pod with a local volume is not bound (its PV's claimRef refused)", broken_volume_binding),
     "ClusterRole: resource.k8s.io resourceclaims/status,resourceclaims/binding patch":

@@ -5,100 +5,25 @@ the pending pods' reasons and messages. The issue's three reports are the cases.
 
 from __future__ import annotations
 
-import contextlib
-import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from lightkube import Client, codecs
-from lightkube.core.exceptions import ApiError
-from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Namespace, Node, Pod, ServiceAccount
+from lightkube import Client
 
 from gangsched.live.controlplane import ManagedProcess
-from gangsched.live.fakenodes import create_node
 
-SCHEDULERS = {"kube": "default-scheduler", "gangsched": "gangsched"}
-SIDE_LABEL = "gangsched.test/plugins-side"
+from .paired import SCHEDULERS, create, paired_sides, pod, settle
 
-
-def _wait(what: str, check: Callable[[], Any], timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.5)
+ZONE = "topology.kubernetes.io/zone"
 
 
 @pytest.fixture
 def sides(kube_client: Client) -> Iterator[dict[str, str]]:
-    """One namespace per scheduler, each with nodes `<ns>-a` (zone a) and `<ns>-b` (zone b)."""
-    made: dict[str, str] = {}
-    for side in SCHEDULERS:
-        ns = f"{side}-pl-{secrets.token_hex(3)}"
-        kube_client.create(Namespace(metadata=ObjectMeta(name=ns)))
-        kube_client.create(ServiceAccount(metadata=ObjectMeta(name="default", namespace=ns)))
-        for zone in ("a", "b"):
-            labels = {SIDE_LABEL: ns, "topology.kubernetes.io/zone": f"{ns}-{zone}"}
-            create_node(
-                kube_client, f"{ns}-{zone}", {"cpu": "4", "memory": "8Gi", "pods": "20"}, labels=labels
-            )
-        made[side] = ns
-    yield made
-    for ns in made.values():
-        for zone in ("a", "b"):
-            with contextlib.suppress(ApiError):
-                kube_client.delete(Node, f"{ns}-{zone}")
-        kube_client.delete(Namespace, ns)
-
-
-def _pod(ns: str, name: str, scheduler: str, labels: dict[str, str], **spec: Any) -> dict[str, Any]:
-    container: dict[str, Any] = {"name": "c", "image": "registry.k8s.io/pause:3.10"}
-    container.update(spec.pop("container", {}))
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": ns, "labels": labels},
-        "spec": {
-            "schedulerName": scheduler,
-            "nodeSelector": {SIDE_LABEL: ns},
-            "containers": [container],
-            **spec,
-        },
-    }
-
-
-def _outcome(client: Client, ns: str, pods: list[str]) -> dict[str, str]:
-    """Per pod: the node's zone suffix (`a` / `b`) when bound, else `reason: message` of PodScheduled."""
-    out = {}
-    for name in pods:
-        pod = client.get(Pod, name, namespace=ns)
-        if pod.spec.nodeName:
-            out[name] = pod.spec.nodeName.removeprefix(f"{ns}-")
-            continue
-        cond = next(
-            (c for c in (pod.status.conditions if pod.status else None) or [] if c.type == "PodScheduled"),
-            None,
-        )
-        out[name] = f"{cond.reason}: {cond.message}" if cond is not None and cond.message else "pending"
-    return out
-
-
-def _settle(
-    client: Client, sides: dict[str, str], pods: list[str], done: Callable[[dict[str, str]], bool]
-) -> dict[str, dict[str, str]]:
-    outcomes = {}
-    for side, ns in sides.items():
-        outcomes[side] = _wait(
-            f"{side}: {pods}", lambda ns=ns: (o := _outcome(client, ns, pods)) and done(o) and o
-        )
-    time.sleep(2)  # and nothing more changes
-    return {side: _outcome(client, ns, pods) for side, ns in sides.items()}
+    """One namespace per scheduler, each with nodes `<ns>-a` (zone `<ns>-a`) and `<ns>-b` (zone `<ns>-b`)."""
+    with paired_sides(kube_client, "pl", ("a", "b"), lambda ns, node: {ZONE: f"{ns}-{node}"}) as made:
+        yield made
 
 
 def test_anti_affinity_three_pods_on_two_nodes(
@@ -116,11 +41,9 @@ def test_anti_affinity_three_pods_on_two_nodes(
     }
     for side, ns in sides.items():
         for name in pods:
-            kube_client.create(
-                codecs.from_dict(_pod(ns, name, SCHEDULERS[side], {"app": "web"}, affinity=anti))
-            )
+            create(kube_client, pod(ns, name, SCHEDULERS[side], {"app": "web"}, affinity=anti))
             time.sleep(0.3)  # creation order decides which pod waits
-    outcomes = _settle(
+    outcomes = settle(
         kube_client,
         sides,
         pods,
@@ -146,11 +69,11 @@ def test_gang_with_host_port_on_two_nodes(
             "metadata": {"name": "pg", "namespace": ns},
             "spec": {"schedulingPolicy": {"gang": {"minCount": 3}}},
         }
-        kube_client.create(codecs.from_dict(group))
+        create(kube_client, group)
         for name in pods:
-            doc = _pod(ns, name, SCHEDULERS[side], {}, container=port, schedulingGroup={"podGroupName": "pg"})
-            kube_client.create(codecs.from_dict(doc))
-    outcomes = _settle(
+            doc = pod(ns, name, SCHEDULERS[side], {}, container=port, schedulingGroup={"podGroupName": "pg"})
+            create(kube_client, doc)
+    outcomes = settle(
         kube_client, sides, pods, lambda o: all(v.startswith("Unschedulable") for v in o.values())
     )
     for side, got in outcomes.items():
@@ -172,9 +95,9 @@ def test_zone_spread_six_pods(
             }
         ]
         for name in pods:
-            doc = _pod(ns, name, SCHEDULERS[side], {"app": "s"}, topologySpreadConstraints=spread)
-            kube_client.create(codecs.from_dict(doc))
-    outcomes = _settle(kube_client, sides, pods, lambda o: all(v in ("a", "b") for v in o.values()))
+            doc = pod(ns, name, SCHEDULERS[side], {"app": "s"}, topologySpreadConstraints=spread)
+            create(kube_client, doc)
+    outcomes = settle(kube_client, sides, pods, lambda o: all(v in ("a", "b") for v in o.values()))
     for side, got in outcomes.items():
         assert sorted(got.values()) == ["a"] * 3 + ["b"] * 3, (side, got)
 
@@ -189,7 +112,7 @@ def test_pod_affinity_follows_and_existing_anti_affinity_repels(
     def pinned(
         ns: str, name: str, side: str, labels: dict[str, str], zone: str, **spec: Any
     ) -> dict[str, Any]:
-        doc = _pod(ns, name, SCHEDULERS[side], labels, **spec)
+        doc = pod(ns, name, SCHEDULERS[side], labels, **spec)
         doc["spec"]["nodeSelector"]["topology.kubernetes.io/zone"] = f"{ns}-{zone}"
         return doc
 
@@ -198,24 +121,63 @@ def test_pod_affinity_follows_and_existing_anti_affinity_repels(
 
     for side, ns in sides.items():
         db_anti = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term("noisy")]}}
-        kube_client.create(codecs.from_dict(pinned(ns, "db", side, {"app": "db"}, "b", affinity=db_anti)))
-    _settle(kube_client, sides, ["db"], lambda o: o["db"] == "b")
+        create(kube_client, pinned(ns, "db", side, {"app": "db"}, "b", affinity=db_anti))
+    settle(kube_client, sides, ["db"], lambda o: o["db"] == "b")
     for side, ns in sides.items():
         follow = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term("db")]}}
-        kube_client.create(
-            codecs.from_dict(_pod(ns, "web", SCHEDULERS[side], {"app": "web"}, affinity=follow))
-        )
-    outcomes = _settle(kube_client, sides, ["web"], lambda o: o["web"] in ("a", "b"))
+        create(kube_client, pod(ns, "web", SCHEDULERS[side], {"app": "web"}, affinity=follow))
+    outcomes = settle(kube_client, sides, ["web"], lambda o: o["web"] in ("a", "b"))
     for side, got in outcomes.items():
         assert got == {"web": "b"}, (side, got)
     for side, ns in sides.items():
         heavy = {"resources": {"requests": {"cpu": "3"}}}
-        kube_client.create(
-            codecs.from_dict(pinned(ns, "filler", side, {"app": "filler"}, "a", container=heavy))
-        )
-    _settle(kube_client, sides, ["filler"], lambda o: o["filler"] == "a")
+        create(kube_client, pinned(ns, "filler", side, {"app": "filler"}, "a", container=heavy))
+    settle(kube_client, sides, ["filler"], lambda o: o["filler"] == "a")
     for side, ns in sides.items():
-        kube_client.create(codecs.from_dict(_pod(ns, "noisy", SCHEDULERS[side], {"app": "noisy"})))
-    outcomes = _settle(kube_client, sides, ["noisy"], lambda o: o["noisy"] in ("a", "b"))
+        create(kube_client, pod(ns, "noisy", SCHEDULERS[side], {"app": "noisy"}))
+    outcomes = settle(kube_client, sides, ["noisy"], lambda o: o["noisy"] in ("a", "b"))
     for side, got in outcomes.items():
         assert got == {"noisy": "a"}, (side, got)
+
+
+def test_default_spread_from_a_service(
+    kube_client: Client, kube_scheduler: ManagedProcess, gangsched: ManagedProcess, sides: dict[str, str]
+) -> None:
+    """PodTopologySpread's system default constraints (hostname 3, zone 5, ScheduleAnyway) with the selector
+    of the Service that selects the pod. Node a holds two app=web pods (100m, 128Mi), node b a 1-CPU, 1Gi
+    filler. Before any Service, web-0 goes to a: LeastAllocated 93 vs 78, BalancedAllocation 98 vs 93, no
+    spreading. Once a Service selects app=web, web-1 goes to b. By hand (2 hostnames, 2 zones, ln 4 each):
+    a: 3 matching pods, 3 ln 4 + 2 + 3 ln 4 + 4 = 14.3 -> 14; b: 2 + 4 = 6; normalised 42 and 100, times 2;
+    a 91 + 98 + 84 = 273, b 78 + 93 + 200 = 371."""
+    small = {"resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}
+    for side, ns in sides.items():
+        for name in ("w-1", "w-2"):
+            pinned = {ZONE: f"{ns}-a"}
+            create(
+                kube_client,
+                pod(ns, name, SCHEDULERS[side], {"app": "web"}, container=small, nodeSelector=pinned),
+            )
+        heavy = {"resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
+        filler = pod(
+            ns, "filler", SCHEDULERS[side], {"app": "other"}, container=heavy, nodeSelector={ZONE: f"{ns}-b"}
+        )
+        create(kube_client, filler)
+    placed = ["w-1", "w-2", "filler"]
+    settle(kube_client, sides, placed, lambda o: o == {"w-1": "a", "w-2": "a", "filler": "b"})
+    for side, ns in sides.items():
+        create(kube_client, pod(ns, "web-0", SCHEDULERS[side], {"app": "web"}, container=small))
+    outcomes = settle(kube_client, sides, ["web-0"], lambda o: o["web-0"] in ("a", "b"))
+    assert outcomes == {"kube": {"web-0": "a"}, "gangsched": {"web-0": "a"}}
+    for ns in sides.values():
+        service = {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "web", "namespace": ns},
+            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]},
+        }
+        create(kube_client, service)
+    time.sleep(1)  # both schedulers' informers see the Service before the pod
+    for side, ns in sides.items():
+        create(kube_client, pod(ns, "web-1", SCHEDULERS[side], {"app": "web"}, container=small))
+    outcomes = settle(kube_client, sides, ["web-1"], lambda o: o["web-1"] in ("a", "b"))
+    assert outcomes == {"kube": {"web-1": "b"}, "gangsched": {"web-1": "b"}}

@@ -6,86 +6,34 @@ is bound to, which devices each claim is allocated and for whom they are reserve
 
 from __future__ import annotations
 
-import contextlib
-import secrets
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from lightkube import Client, codecs
-from lightkube.core.exceptions import ApiError
-from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import (
-    Namespace,
-    Node,
-    PersistentVolume,
-    PersistentVolumeClaim,
-    Pod,
-    ServiceAccount,
-)
+from lightkube import Client
+from lightkube.resources.core_v1 import PersistentVolume, PersistentVolumeClaim, Pod
 from lightkube.resources.resource_v1 import ResourceClaim, ResourceSlice
 
 from gangsched.live.controlplane import ManagedProcess
-from gangsched.live.fakenodes import create_node
 
-SCHEDULERS = {"kube": "default-scheduler", "gangsched": "gangsched"}
+from .paired import SCHEDULERS, TIMEOUT, create, paired_sides, pod
+from .test_apiserver import wait_for
+
 DRIVER = "gpu.gangsched.test"
 CLASS = "gangsched-test-local-wffc"
 DEVICE_CLASS = "gangsched-test-gpu"
 
 
-def _wait(what: str, check: Callable[[], Any], timeout: float = 90.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.5)
-
-
 @pytest.fixture
 def sides(kube_client: Client) -> Iterator[dict[str, str]]:
     """One namespace per scheduler, each with two nodes `<ns>-n1`, `<ns>-n2` labelled for it."""
-    made: dict[str, str] = {}
-    for side in SCHEDULERS:
-        ns = f"{side}-vd-{secrets.token_hex(3)}"
-        kube_client.create(Namespace(metadata=ObjectMeta(name=ns)))
-        kube_client.create(ServiceAccount(metadata=ObjectMeta(name="default", namespace=ns)))
-        for n in ("n1", "n2"):
-            capacity = {"cpu": "4", "memory": "8Gi", "pods": "20"}
-            create_node(kube_client, f"{ns}-{n}", capacity, labels={"gangsched.test/namespace": ns})
-        made[side] = ns
-    yield made
-    for ns in made.values():
-        for n in ("n1", "n2"):
-            with contextlib.suppress(ApiError):
-                kube_client.delete(Node, f"{ns}-{n}")
-        kube_client.delete(Namespace, ns)
+    with paired_sides(kube_client, "vd", ("n1", "n2")) as made:
+        yield made
 
 
-def _create(client: Client, doc: dict[str, Any]) -> None:
-    try:
-        client.create(codecs.from_dict(doc))
-    except ApiError as e:
-        if e.status.code != 409:  # shared, cluster-scoped objects made by the other side or a rerun
-            raise
-
-
-def _pod(ns: str, name: str, scheduler: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {
-            "schedulerName": scheduler,
-            "nodeSelector": {"gangsched.test/namespace": ns},
-            "containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}],
-            **spec,
-        },
-    }
+def _wait(what: str, check: Any) -> Any:
+    return wait_for(what, check, TIMEOUT)
 
 
 def _node_of(client: Client, ns: str, name: str) -> str | None:
@@ -174,12 +122,12 @@ def test_wait_for_first_consumer_binds_the_local_pv(
 ) -> None:
     """A WaitForFirstConsumer claim and one local PV on n2: both schedulers put the pod on n2 and the PV
     controller binds the claim to that PV."""
-    _create(kube_client, _storage_class())
+    create(kube_client, _storage_class())
     for side, ns in sides.items():
-        _create(kube_client, _local_pv(f"{ns}-local", f"{ns}-n2"))
-        _create(kube_client, _claim(ns, "data"))
+        create(kube_client, _local_pv(f"{ns}-local", f"{ns}-n2"))
+        create(kube_client, _claim(ns, "data"))
         volume = {"name": "d", "persistentVolumeClaim": {"claimName": "data"}}
-        _create(kube_client, _pod(ns, "p", SCHEDULERS[side], volumes=[volume]))
+        create(kube_client, pod(ns, "p", SCHEDULERS[side], volumes=[volume]))
 
     def bound_claim(ns: str) -> Any:
         claim = kube_client.get(PersistentVolumeClaim, "data", namespace=ns)
@@ -215,14 +163,14 @@ def test_claims_from_templates_get_node_local_devices(
     """Two devices on n1, none on n2, three pods each with a one-device claim from a template: with both
     schedulers two pods run on n1 with distinct devices, their claims allocated and reserved for them, and
     the third waits because no node can allocate its claim."""
-    _create(kube_client, _device_class())
+    create(kube_client, _device_class())
     pods = ["p0", "p1", "p2"]
     for side, ns in sides.items():
-        _create(kube_client, _slice(f"{ns}-n1-gpus", f"{ns}-n1", ["gpu-0", "gpu-1"]))
-        _create(kube_client, _template(ns))
+        create(kube_client, _slice(f"{ns}-n1-gpus", f"{ns}-n1", ["gpu-0", "gpu-1"]))
+        create(kube_client, _template(ns))
         claim = {"name": "gpu", "resourceClaimTemplateName": "one-gpu"}
         for name in pods:
-            _create(kube_client, _pod(ns, name, SCHEDULERS[side], resourceClaims=[claim]))
+            create(kube_client, pod(ns, name, SCHEDULERS[side], resourceClaims=[claim]))
     messages = {}
     for side, ns in sides.items():
         _wait(
@@ -266,12 +214,12 @@ def test_podgroup_claim_is_shared_and_reserved_for_the_group(
     """DRAWorkloadResourceClaims: a gang of 2 whose pods' claim equals the PodGroup's; one device, on n2.
     The resourceclaim controller makes one claim for the group; both schedulers put both members on n2 with
     that one claim allocated once and reserved for the PodGroup."""
-    _create(kube_client, _device_class())
+    create(kube_client, _device_class())
     claim = {"name": "gpu", "resourceClaimTemplateName": "one-gpu"}
     for side, ns in sides.items():
-        _create(kube_client, _slice(f"{ns}-n2-gpus", f"{ns}-n2", ["gpu-0"]))
-        _create(kube_client, _template(ns))
-        _create(
+        create(kube_client, _slice(f"{ns}-n2-gpus", f"{ns}-n2", ["gpu-0"]))
+        create(kube_client, _template(ns))
+        create(
             kube_client,
             {
                 "apiVersion": "scheduling.k8s.io/v1beta1",
@@ -282,9 +230,9 @@ def test_podgroup_claim_is_shared_and_reserved_for_the_group(
         )
         for name in ("m0", "m1"):
             group = {"podGroupName": "pg"}
-            _create(
+            create(
                 kube_client,
-                _pod(ns, name, SCHEDULERS[side], resourceClaims=[claim], schedulingGroup=group),
+                pod(ns, name, SCHEDULERS[side], resourceClaims=[claim], schedulingGroup=group),
             )
     for side, ns in sides.items():
         for name in ("m0", "m1"):

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..scheduler.decision import Binding, Decision
+from ..scheduler.default_spread import SELECTING_KINDS
 from ..store.store import Store, key_of
 
 __all__ = ["LiveCache"]
@@ -40,6 +41,8 @@ def _quiet_update(kind: str, old: Any, new: Any) -> bool:
             and (old.status.resourceClaimStatuses if old.status else None)
             == (new.status.resourceClaimStatuses if new.status else None)
         )
+    if kind in SELECTING_KINDS:  # only the selector is decoded; status writes (replica counts) change nothing
+        return bool(old.spec == new.spec)
     return False
 
 
@@ -97,7 +100,8 @@ class LiveCache:
                 return  # a relist repeating what the watch already delivered
             if _quiet_update(kind, old, obj):
                 old.metadata = obj.metadata
-                old.status = obj.status
+                if kind not in SELECTING_KINDS:  # those decode no status
+                    old.status = obj.status
                 return
         self.store.add(obj)
 

@@ -42,6 +42,8 @@ from lightkube.resources import (
     storage_v1,
 )
 
+from ..api import pod_selectors
+
 __all__ = ["RESOURCES", "ApiStatus", "KubeApi", "Resource", "WatchGone", "cluster_config"]
 
 
@@ -110,6 +112,17 @@ RESOURCES: dict[str, Resource] = {
         Resource("DeviceClass", RESOURCE_V1, "deviceclasses", resource_v1.DeviceClass, False),
         Resource("ResourceSlice", RESOURCE_V1, "resourceslices", resource_v1.ResourceSlice, False),
         Resource("ResourceClaim", RESOURCE_V1, "resourceclaims", resource_v1.ResourceClaim, True),
+        # Read for their pod selectors only (api/pod_selectors.py decodes nothing else).
+        Resource("Service", "/api/v1", "services", pod_selectors.Service, True),
+        Resource(
+            "ReplicationController",
+            "/api/v1",
+            "replicationcontrollers",
+            pod_selectors.ReplicationController,
+            True,
+        ),
+        Resource("ReplicaSet", "/apis/apps/v1", "replicasets", pod_selectors.ReplicaSet, True),
+        Resource("StatefulSet", "/apis/apps/v1", "statefulsets", pod_selectors.StatefulSet, True),
     )
 }
 

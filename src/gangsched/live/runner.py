@@ -56,6 +56,11 @@ INFORMER_KINDS = (
     "DeviceClass",
     "ResourceSlice",
     "ResourceClaim",
+    # what PodTopologySpread's system default constraints take their selector from
+    "Service",
+    "ReplicationController",
+    "ReplicaSet",
+    "StatefulSet",
     "Workload",
     "CompositePodGroup",
     "PodGroup",
