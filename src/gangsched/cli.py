@@ -396,6 +396,13 @@ def _sizes(text: str) -> dict[int, float]:
 @click.option("--exit-rate", type=float, default=0.0, help="Running members exiting, per hour, cluster-wide.")
 @click.option("--node-fail-rate", type=float, default=0.0, help="Node failures per hour, cluster-wide.")
 @click.option("--node-repair", callback=_duration_option, default="1h", show_default=True)
+@click.option(
+    "--termination-seconds",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    help="An evicted pod holds its resources this long before it is gone (0: at once).",
+)
 @click.option("--arrival-rate", type=float, default=10.0, show_default=True, help="synthetic: jobs per hour.")
 @click.option(
     "--gang-sizes",
@@ -427,6 +434,7 @@ def simulate(
     exit_rate: float,
     node_fail_rate: float,
     node_repair: float | None,
+    termination_seconds: float,
     arrival_rate: float,
     gang_sizes: dict[int, float],
     mean_duration: float,
@@ -456,7 +464,7 @@ def simulate(
     )  # fmt: skip
     options = SimOptions(
         seed=seed, until=until, startup=startup_delay, checkpoint_s=checkpoint, gates=gates,
-        recovery=recovery, backfill=_with_policy(backfill, policy),
+        recovery=recovery, backfill=_with_policy(backfill, policy), termination_s=termination_seconds,
         failures=FailurePlan(fail_events, fail_start_p, exit_rate, node_fail_rate, node_repair),
     )  # fmt: skip
     console = Console(stderr=True)

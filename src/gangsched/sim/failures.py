@@ -4,7 +4,8 @@ Injected at given times or at rates (cluster-wide Poisson processes, drawn from 
 - `start`: a member fails to start (its pod ends before it ever runs);
 - `exit`: a running member exits mid-run;
 - `node`: a node fails with every pod on it, and comes back after `node_repair_s` (never when None).
-The Scheduler's own evictions (preemption) are losses too, counted as preemptions.
+The Scheduler's own evictions (preemption) are losses too, counted as preemptions, at the eviction: a victim
+that terminates makes no progress from then on (simulation.py).
 
 A lost member takes the work since the last checkpoint with it when its job cannot go on (a gang or
 elastic job below minCount; under `restart` always): that work, times the job's GPUs, is `lost`. A lost pod
@@ -140,6 +141,7 @@ class FailureInjector:
             return
         self.failures += 1
         sim.ledger.advance(sim.now)
+        sim.kill_terminating(name)
         for run in list(sim.runs):
             for key, where in list(run.pods.items()):
                 if where == name:
@@ -206,7 +208,12 @@ class FailureInjector:
         run.replacements += 1
         name = f"{base}-r{run.replacements}"
         meta = msgspec.structs.replace(
-            obj.metadata, name=name, uid=None, resourceVersion=None, creationTimestamp=_stamp(sim.now)
+            obj.metadata,
+            name=name,
+            uid=None,
+            resourceVersion=None,
+            creationTimestamp=_stamp(sim.now),
+            deletionTimestamp=None,  # the replacement of a terminating victim is a new, live pod
         )
         spec = msgspec.structs.replace(obj.spec, nodeName=None)
         pod = msgspec.structs.replace(obj, metadata=meta, spec=spec, status=None)

@@ -4,7 +4,8 @@ Every allocated GPU is in one state at any instant:
 - `progress`: its job makes progress;
 - `starting`: its pod is bound and still starting up;
 - `gang_wait`: its pod runs, but the job has never had minCount members running (waiting for the rest);
-- `below_min`: its pod runs, the job made progress before but is below minCount after losing members.
+- `below_min`: its pod runs, the job made progress before but is below minCount after losing members;
+- `terminating`: its pod was evicted and has not left yet (no job's progress; freed when it leaves).
 Free GPUs are `free`; while jobs wait for room and none of them fits in the free room (for each pod size
 waited for, fewer pods of that size fit at once, node by node, than the smallest need among the jobs
 waiting with it), all of them are `fragmented`: free, yet no pending gang can use them. Work thrown away
@@ -21,7 +22,9 @@ import numpy.typing as npt
 
 __all__ = ["STATES", "GpuLedger"]
 
-STATES = ("progress", "starting", "gang_wait", "below_min")
+STATES = ("progress", "starting", "gang_wait", "below_min", "terminating")
+JOB_STATES = 4  # the first four are a job's (JobRun.states); `terminating` GPUs belong to no job any more
+TERMINATING = STATES.index("terminating")
 _MAX_SAMPLES = 200_000
 
 
@@ -36,8 +39,8 @@ class GpuLedger:
     fragmented_total: float = 0.0
     lost: float = 0.0
     last: float = 0.0
-    # (interval start, progress, starting, gang_wait, below_min, free): the states from that time on
-    samples: list[tuple[float, float, float, float, float, float]] = field(default_factory=list)
+    # (interval start, progress, starting, gang_wait, below_min, terminating, free): the states from then on
+    samples: list[tuple[float, ...]] = field(default_factory=list)
     needs: dict[float, Counter[int]] = field(default_factory=dict)  # GPUs per pod -> pods needed -> jobs
     _free: npt.NDArray[np.float64] = field(init=False)
     _fragmented: float = 0.0
@@ -70,13 +73,13 @@ class GpuLedger:
         self.fragmented_total += self._fragmented * dt
         self.last = now
         if len(self.samples) < _MAX_SAMPLES:
-            self.samples.append((start, *counts, free))  # type: ignore[arg-type]
+            self.samples.append((start, *counts, free))
 
     def close(self, end: float) -> None:
         """Integrate up to `end` and record the states that hold there (the figure's last step)."""
         self.advance(end)
         if len(self.samples) < _MAX_SAMPLES:
-            self.samples.append((end, *self.counts, float(self._free.sum())))  # type: ignore[arg-type]
+            self.samples.append((end, *self.counts, float(self._free.sum())))
 
     def _compute_fragmented(self) -> float:
         free = self._free
@@ -91,9 +94,9 @@ class GpuLedger:
         return dict(zip(STATES, self.seconds, strict=True))
 
     def shift(self, old: tuple[float, ...], new: tuple[float, ...]) -> None:
-        """One job's GPUs moved from the states `old` to `new` (both in STATES order)."""
+        """One job's GPUs moved from the states `old` to `new` (both the first JOB_STATES of STATES)."""
         counts = self.counts
-        for i in range(len(STATES)):
+        for i in range(JOB_STATES):
             counts[i] += new[i] - old[i]
 
     def take(self, node: int, gpus: float) -> None:
@@ -103,6 +106,15 @@ class GpuLedger:
     def give(self, node: int, gpus: float) -> None:
         self._free[node] += gpus
         self._dirty = True
+
+    def terminating(self, gpus: float) -> None:
+        """An evicted pod's GPUs stay allocated, without progress, until it leaves (`left`)."""
+        self.counts[TERMINATING] += gpus
+
+    def left(self, node: int, gpus: float) -> None:
+        """A terminating pod is gone: its GPUs are free."""
+        self.counts[TERMINATING] -= gpus
+        self.give(node, gpus)
 
     def node_down(self, node: int) -> None:
         """A failed node's GPUs are neither free nor allocated until it is back."""

@@ -1,7 +1,8 @@
 """Rendering simulation results: a rich table (one column per run) and a PNG (matplotlib, Agg backend).
 
 The figure has the CDF of job waits per run (log time axis), then the GPU states over time of each run
-(progress, starting, waiting for the rest of the gang, below minCount, free), stacked; at most four runs.
+(progress, starting, waiting for the rest of the gang, below minCount, terminating, free), stacked; at most
+four runs.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def table(results: Sequence[dict[str, Any]], labels: Sequence[str]) -> Table:
         t.add_column(label, justify="right")
     for key, name, how in _ROWS:
         t.add_row(name, *(_fmt(r["summary"].get(key), how) for r in results))
-    for cause in ("gang_wait", "starting", "below_min", "lost"):
+    for cause in ("gang_wait", "starting", "below_min", "terminating", "lost"):
         t.add_row(f"  idle: {cause}", *(f"{r['summary']['idle_by_cause'][cause]:,.1f}" for r in results))
     buckets = sorted({b for r in results for b in r["summary"]["starvation"]})
     for bucket in buckets:
@@ -85,13 +86,13 @@ def plot(path: str, results: Sequence[dict[str, Any]], labels: Sequence[str], sa
     cdf.set_title("Wait CDF by policy")
     cdf.grid(True, alpha=0.3)
     cdf.legend()
-    names = ["progress", "starting", "waiting for gang", "below minCount", "free"]
-    colors = ["tab:green", "tab:blue", "tab:red", "tab:orange", "lightgrey"]
+    names = ["progress", "starting", "waiting for gang", "below minCount", "terminating", "free"]
+    colors = ["tab:green", "tab:blue", "tab:red", "tab:orange", "tab:purple", "lightgrey"]
     for states, run, label in zip(axes[0][1:], samples, labels, strict=False):
         if not run:
             continue
         data = np.array(run)
-        states.stackplot(data[:, 0] / 3600, data[:, 1:6].T, labels=names, colors=colors, step="post")
+        states.stackplot(data[:, 0] / 3600, data[:, 1:7].T, labels=names, colors=colors, step="post")
         states.set_xlabel("time (h)")
         states.set_ylabel("GPUs")
         states.set_title(f"GPU states over time ({label})")

@@ -8,9 +8,10 @@ null unless completed). Times in seconds from the first submission.
 Summary: jobs, completed, avg/p50/p99_jct_s (completed jobs), avg_wait_s and max_wait_s (every job, waits of
 jobs still waiting counted up to the end: censored, not dropped), makespan_s (the end of the run),
 gpu_utilization (GPU time making progress / GPU time of the cluster, 0-1), idle_allocated_gpu_hours and
-idle_by_cause (waiting for the rest of the gang, starting up, below minCount after a loss, lost to
-preemption or failure), fragmented_gpu_hours (free GPU time on nodes where no pending pod fits),
-preemptions, failures, lost_gpu_hours, starvation (max and p99 wait by gang-size bucket), cycles.
+idle_by_cause (waiting for the rest of the gang, starting up, below minCount after a loss, held by evicted
+pods while they terminate, lost to preemption or failure), fragmented_gpu_hours (free GPU time on nodes
+where no pending pod fits), preemptions, failures, lost_gpu_hours, starvation (max and p99 wait by gang-size
+bucket), cycles.
 Percentiles interpolate linearly between order statistics (numpy's default).
 """
 
@@ -78,6 +79,7 @@ def summary(sim: Simulation) -> dict[str, Any]:
         "gang_wait": totals["gang_wait"] / HOUR,
         "starting": totals["starting"] / HOUR,
         "below_min": totals["below_min"] / HOUR,
+        "terminating": totals["terminating"] / HOUR,
         "lost": lost / HOUR,
     }
     starvation = {}
@@ -112,4 +114,5 @@ def summary(sim: Simulation) -> dict[str, Any]:
         "policy": sim.options.policy,
         "recovery": sim.options.recovery.name,
         "seed": sim.options.seed,
+        "termination_s": sim.options.termination_s,
     }

@@ -10,6 +10,13 @@ which to the Scheduler is what a Succeeded pod is) and their GPUs are free for t
 still running at the end are censored (state `running` or `pending`, never dropped). Failures after
 admission and recovery policies are in failures.py.
 
+Preemption victims terminate as on a cluster (`SimOptions.termination_s`, default 30 s, the default grace
+period): the Scheduler's eviction marks the pod terminating, and from that instant it makes no progress (its
+containers got SIGTERM) while its GPUs stay allocated, in the `terminating` state, until the Store deletes it
+`termination_s` later. The loss (work since the last checkpoint) is counted at the eviction, and the
+replacement pod is created then, as the Job controller does for a terminating pod. The preemptor waits
+meanwhile under the Scheduler's own ongoing-preemption rule; the departure wakes it.
+
 Contract: deterministic for a workload, options and seed. Not thread-safe. The Simulation decides nothing
 about placement: every binding comes from Scheduler Decisions applied to the Store.
 """
@@ -51,6 +58,7 @@ class SimOptions:
     failures: FailurePlan = field(default_factory=FailurePlan)
     recovery: Recovery = WAIT
     backfill: BackfillSettings | None = None  # reservations (any policy); gang-backfill alone: depth 1
+    termination_s: float = 30.0  # an evicted pod holds its resources this long (the grace period)
 
 
 @dataclass(slots=True, eq=False)
@@ -92,7 +100,7 @@ class Simulation:
         self.options = options
         self.on_progress = on_progress
         self.rng = np.random.default_rng(options.seed)
-        self.store = Store()
+        self.store = Store(termination_seconds=options.termination_s)
         self.store.add_all(workload.cluster)
         profile = Profile(
             queue_policy=queue_policy(options.policy),
@@ -108,6 +116,7 @@ class Simulation:
         self.ledger = GpuLedger(np.array(per_node) / workload.gpu_scale)
         self.runs: list[JobRun] = []
         self._by_pod: dict[PodKey, JobRun] = {}
+        self._leaving: dict[PodKey, tuple[int, float]] = {}  # terminating victims: (node index, GPUs held)
         self.preemptions = 0
         self.failures_injected = 0
         self.end = 0.0
@@ -167,12 +176,19 @@ class Simulation:
     def _on_change(self, change: Change) -> None:
         if change.kind != "Pod":
             return
+        if change.action == "delete" and change.key in self._leaving:
+            node, gpus = self._leaving.pop(change.key)  # a terminated victim is gone: its GPUs are free
+            self.ledger.advance(self.now)
+            self.ledger.left(node, gpus)
+            return
         run = self._by_pod.get(change.key)
         if run is None:
             return
         if change.action == "bind":
             self._bound(run, change.key, change.obj.spec.nodeName)
-        elif change.action == "delete" and run.pods.get(change.key) is not None:
+        elif run.pods.get(change.key) is not None and (
+            change.action == "delete" or change.obj.metadata.deletionTimestamp is not None
+        ):  # evicted by the Scheduler: gone at once, or terminating from now on
             self.injector.lost_member(run, change.key, preempted=True, obj=change.obj)
 
     def _bound(self, run: JobRun, key: PodKey, node: str) -> None:
@@ -332,14 +348,26 @@ class Simulation:
         self._update(run)
 
     def remove_pod(self, run: JobRun, key: PodKey) -> None:
-        """Take a bound or pending member away (a failure, or a release by a recovery policy)."""
+        """Take a bound or pending member away (a failure, a release by a recovery policy, or an eviction:
+        a terminating pod leaves the job now but holds its GPUs until the Store deletes it)."""
         node = run.pods.get(key)
         run.running.discard(key)
         if node is not None:
             run.pods[key] = None
             run.bound -= 1
-            self.ledger.give(self.node_index[node], run.job.gpus_per_pod)
             self._by_pod.pop(key, None)
+            obj = self.store.get("Pod", key)
+            if obj is not None and obj.metadata.deletionTimestamp is not None:
+                self._leaving[key] = (self.node_index[node], run.job.gpus_per_pod)
+                self.ledger.terminating(run.job.gpus_per_pod)
+                return
+            self.ledger.give(self.node_index[node], run.job.gpus_per_pod)
             self.store.delete("Pod", key)
         else:
             self._forget_pending(run, key)
+
+    def kill_terminating(self, node: str) -> None:
+        """A failed node takes its terminating pods with it: they are gone now."""
+        index = self.node_index[node]
+        for key in [k for k, (n, _) in self._leaving.items() if n == index]:
+            self.store.delete("Pod", key)  # the delete event gives the GPUs back (_on_change)
