@@ -4,7 +4,9 @@ A pod the scheduler has placed counts as bound at once (its nodeName is set in t
 API server says so or the binding fails; a watch event that still shows it unbound (an older status write)
 keeps the assumed node, so the scheduler never places the same pod twice. Updates that only touch status (the
 conditions gangsched itself writes) refresh the cached object in place without a change event: a write of
-`Unschedulable` must not requeue the group it describes (kube-scheduler ignores those updates too).
+`Unschedulable` must not requeue the group it describes (kube-scheduler ignores those updates too). The
+exception is a pending pod's `status.nominatedNodeName` set to something other than what the scheduler's
+nominator holds (`nominated`): another writer moved or cleared it, and the nominator must follow.
 
 Contract: single-threaded (the event loop); `changed` is set after every change the scheduler can act on.
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..scheduler.decision import Binding, Decision
@@ -49,8 +51,9 @@ def _quiet_update(kind: str, old: Any, new: Any) -> bool:
 class LiveCache:
     """A Store fed by informers (the Sink they write to), with assumed bindings on top."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, nominated: Callable[[Key], str | None] = lambda key: None) -> None:
         self.store = store
+        self.nominated = nominated  # where the scheduler's nominator holds room for a pod (runner sets it)
         self.assumed: dict[Key, str] = {}
         # When each unbound pod was first seen (monotonic seconds): the start of its scheduling SLI.
         self.first_pending: dict[Key, float] = {}
@@ -98,12 +101,20 @@ class LiveCache:
         if old is not None:
             if old.metadata.resourceVersion == obj.metadata.resourceVersion:
                 return  # a relist repeating what the watch already delivered
-            if _quiet_update(kind, old, obj):
+            moved = kind == "Pod" and self._nomination_moved(key, old, obj)
+            if _quiet_update(kind, old, obj) and not moved:
                 old.metadata = obj.metadata
                 if kind not in SELECTING_KINDS:  # those decode no status
                     old.status = obj.status
                 return
         self.store.add(obj)
+
+    def _nomination_moved(self, key: Key, old: Any, new: Any) -> bool:
+        """True when `new` sets the pod's nominatedNodeName to other than what the scheduler holds (the
+        echo of gangsched's own write says what it holds already: that one stays quiet)."""
+        before = old.status.nominatedNodeName if old.status else None
+        after = new.status.nominatedNodeName if new.status else None
+        return before != after and (after or None) != self.nominated(key)
 
     # --- scheduler side -------------------------------------------------------------------------------------
     def assume(self, bindings: Iterable[Binding]) -> None:

@@ -132,6 +132,7 @@ class LiveScheduler:
         self.scheduler = Scheduler(
             self.store, self.options.gates, seed=self.options.seed, profile=self.options.profile()
         )
+        self.cache.nominated = self.scheduler.nominated_node  # other writers' nominatedNodeName changes pass
         if self.scheduler.backfill is not None:
             self.scheduler.backfill.history = History()  # live: estimates from the owners' past runs too
         self.scheduler.sync()

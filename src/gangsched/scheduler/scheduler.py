@@ -297,17 +297,26 @@ class Scheduler:
     def _track_nomination(self, pi: PodInfo, change: Change, *, pending: bool) -> None:
         """Upstream's nominator on pod add/update: a pending pod of ours is nominated where its status says; a
         status without one keeps a nomination we made whose write has not landed yet, unless the previous
-        object had one (someone cleared it). Bound, finished or not ours: no nomination."""
+        object had one (someone cleared it). Bound, finished or not ours: no nomination.
+
+        When a status write (another writer's: ours are recorded before they are sent) moves or clears a
+        nomination, the room it held is free for others, as upstream's updatePodInSchedulingQueue treats
+        the pod as deleted from its old nominated node and requeues who may use the room. The pod itself is
+        requeued by its update (`_admit`), so a preemptor re-plans with its new nominated nodes."""
         if not pending or not self._ours(pi):
             self._set_nomination(pi.key, None)
             return
+        before = self._nominated.get(pi.key)
         status = pi.pod.status.nominatedNodeName if pi.pod.status is not None else None
         if status:
             self._set_nomination(pi.key, status)
-            return
-        old = change.old
-        if old is not None and old is not pi.pod and old.status is not None and old.status.nominatedNodeName:
+        else:
+            old = change.old
+            if old is None or old is pi.pod or old.status is None or not old.status.nominatedNodeName:
+                return
             self._set_nomination(pi.key, None)
+        if before is not None and before != status:
+            self._released()
 
     def _set_nomination(self, key: PodKey, node_name: str | None) -> None:
         """Record (or with None drop) `key`'s nomination in the nominator and the snapshot."""
