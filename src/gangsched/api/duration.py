@@ -11,9 +11,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["DURATION_ANNOTATION", "DurationError", "duration_of", "parse_duration"]
+__all__ = [
+    "DURATION_ANNOTATION",
+    "EXPECTED_DURATION_ANNOTATION",
+    "DurationError",
+    "duration_of",
+    "parse_duration",
+]
 
 DURATION_ANNOTATION = "gangsched.io/duration"
+EXPECTED_DURATION_ANNOTATION = "gangsched.io/expected-duration"  # backfill's estimate (estimates.py)
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
 

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..api.duration import DurationError, duration_of, parse_duration
+from ..api.duration import EXPECTED_DURATION_ANNOTATION, DurationError, duration_of, parse_duration
 
 __all__ = [
     "EXPECTED_DURATION",
@@ -34,7 +34,7 @@ __all__ = [
     "parse_duration",
 ]
 
-EXPECTED_DURATION = "gangsched.io/expected-duration"
+EXPECTED_DURATION = EXPECTED_DURATION_ANNOTATION
 
 
 @dataclass(frozen=True, slots=True)

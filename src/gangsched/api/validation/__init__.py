@@ -23,6 +23,7 @@ from typing import Any
 from ..errors import FieldError, Problem, duplicate
 from ..gates import FeatureGates
 from ..loader import Loaded
+from .annotations import gangsched_annotations
 from .common import gate_forbidden
 from .core import job_spec, node, pod_disruption_budget, pod_spec, priority_class
 from .groups import composite_pod_group_spec, pod_group_spec
@@ -39,7 +40,7 @@ __all__ = ["object_errors", "validate"]
 def object_errors(item: Loaded, gates: FeatureGates) -> list[FieldError]:
     """Errors of one object on its own (no other object consulted)."""
     obj, kind = item.obj, item.info.kind
-    errors = object_meta(kind, obj.metadata, item.info.namespaced)
+    errors = object_meta(kind, obj.metadata, item.info.namespaced) + gangsched_annotations(obj.metadata)
     workload_api = gates.enabled("GenericWorkload")
     if kind == "Pod" and obj.spec is not None:
         errors += pod_spec(obj.spec)
