@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from gangsched.api.gates import FeatureGates
+from gangsched.sim.command import SimInputError, SimRequest, build_workload
 from gangsched.sim.inputs import TraceError, from_manifests, openb, philly, synthetic
 
 from ..scenarios.harness import load_objects
@@ -99,9 +101,13 @@ def test_creation_timestamps_win_over_input_order() -> None:
     assert [(j.name, j.submit) for j in jobs] == [("early", 0.0), ("late", 600.0)]
 
 
-def test_a_malformed_duration_names_object_and_field() -> None:
-    docs = [node("n", 8), group("g", 1, "soon"), pod("g-0", "g")]
-    with pytest.raises(
-        TraceError, match=r"t: PodGroup ml/g: metadata.annotations\[gangsched.io/duration\]: "
-    ):
-        from_manifests(load_objects(docs, "t", FeatureGates()), "t")
+def test_a_malformed_duration_names_file_object_and_field(tmp_path: Path) -> None:
+    """Refused by validation before anything runs, with validate's line (api/validation/annotations.py)."""
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump_all([node("n", 8), group("g", 1, "soon"), pod("g-0", "g")]))
+    with pytest.raises(SimInputError) as e:
+        build_workload(SimRequest(paths=(str(path),)))
+    assert str(e.value) == (
+        f"{path}: PodGroup ml/g: metadata.annotations[gangsched.io/duration]: Invalid value: \"soon\": "
+        "must be a non-negative number of seconds or a Go duration such as 1h30m"
+    )
