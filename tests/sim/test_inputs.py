@@ -108,6 +108,6 @@ def test_a_malformed_duration_names_file_object_and_field(tmp_path: Path) -> Non
     with pytest.raises(SimInputError) as e:
         build_workload(SimRequest(paths=(str(path),)))
     assert str(e.value) == (
-        f"{path}: PodGroup ml/g: metadata.annotations[gangsched.io/duration]: Invalid value: \"soon\": "
+        f'{path}: PodGroup ml/g: metadata.annotations[gangsched.io/duration]: Invalid value: "soon": '
         "must be a non-negative number of seconds or a Go duration such as 1h30m"
     )
