@@ -85,6 +85,8 @@ class ScorePlugin:
     raw: Callable[..., Int64Array | None] | None = None
     normalize: Callable[[Int64Array], Int64Array] | None = None
     run: Callable[..., Int64Array | None] | None = None
+    # pods-stage: `skips(view, PodContext)` true when `run` would return None (PreScore Skip) whatever nodes
+    skips: Callable[..., bool] | None = None
 
 
 # PreFilters that reject the pod outright (upstream: PreFilter returns Unschedulable, rendered
@@ -127,9 +129,19 @@ SCORES: tuple[ScorePlugin, ...] = (
     ),
     ScorePlugin(node_resources_fit.NAME, node_resources_fit.WEIGHT, RESOURCES),
     ScorePlugin(
-        pod_topology_spread.NAME, pod_topology_spread.WEIGHT, PODS, run=pod_topology_spread.score_nodes
+        pod_topology_spread.NAME,
+        pod_topology_spread.WEIGHT,
+        PODS,
+        run=pod_topology_spread.score_nodes,
+        skips=pod_topology_spread.score_skips,
     ),
-    ScorePlugin(inter_pod_affinity.NAME, inter_pod_affinity.WEIGHT, PODS, run=inter_pod_affinity.score_nodes),
+    ScorePlugin(
+        inter_pod_affinity.NAME,
+        inter_pod_affinity.WEIGHT,
+        PODS,
+        run=inter_pod_affinity.score_nodes,
+        skips=inter_pod_affinity.score_skips,
+    ),
     # firstAvailable: nodes where earlier subrequests can be allocated score higher (claims_stage.scores)
     ScorePlugin(DRA_NAME, DRA_WEIGHT, CLAIMS),
     ScorePlugin(balanced_allocation.NAME, balanced_allocation.WEIGHT, RESOURCES),
@@ -191,6 +203,7 @@ class _PodsLayer:
     rejections_by_plugin: dict[str, Rejections]
     ok: BoolArray
     synced: tuple[int, int] = (-1, -1)
+    all_ok: bool = True  # no pods-stage filter rejects any node (`ok` is all True)
 
 
 class Evaluator:
@@ -346,13 +359,21 @@ class Evaluator:
             layer = self._layers[key] = _PodsLayer(context, {}, np.ones(len(snap), dtype=bool))
         state = (self.snap.generation, len(self.snap.pod_log))
         if layer.synced != state:
+            before = layer.rejections_by_plugin
             layer.rejections_by_plugin = {
                 f.name: f.run(self.view, layer.context) for f in self._pods_filters if f.run
             }
-            layer.ok = np.ones(len(self.snap), dtype=bool)
-            for rejections in layer.rejections_by_plugin.values():
-                for mask, _ in rejections:
-                    layer.ok &= ~mask
+            # Plugins return the very same lists while their verdict holds: then so does `ok`.
+            if any(
+                rejections is not (prev := before.get(name)) and (rejections or prev)
+                for name, rejections in layer.rejections_by_plugin.items()
+            ):
+                layer.ok = np.ones(len(self.snap), dtype=bool)
+                layer.all_ok = True
+                for rejections in layer.rejections_by_plugin.values():
+                    for mask, _ in rejections:
+                        layer.ok &= ~mask
+                        layer.all_ok = False
             layer.synced = state
         return layer
 
@@ -459,7 +480,13 @@ class Evaluator:
         if claims_ok is not None:
             masked = np.where(claims_ok if scope is None else claims_ok[scope], masked, -1)
         claims_scored = claims_ok is not None and self._dra_scored
-        if layer is None and not c.static_scores and not claims_scored:
+        if (
+            (layer is None or (layer.all_ok and self._pods_scores_skip(layer)))
+            and not c.static_scores
+            and not claims_scored
+        ):
+            # Only the resource scores count and every node the class fits is feasible: the best of
+            # `masked`, ties broken as below (same count of tied nodes, in node order).
             top = masked.max() if masked.size else -1
             if top < 0:
                 return self._failure(c, None, candidates, pi)
@@ -482,6 +509,13 @@ class Evaluator:
                 total += DRA_WEIGHT * dra
         best = np.flatnonzero(total == total.max())
         return int(nodes[best[0] if best.size == 1 else best[self.rng.integers(best.size)]])
+
+    def _pods_scores_skip(self, layer: _PodsLayer) -> bool:
+        """Whether every pods-stage score plugin skips the pod (PreScore Skip): they would add nothing."""
+        return all(
+            plugin.skips is not None and plugin.skips(self.view, layer.context)
+            for plugin in self._pods_scores
+        )
 
     def _claims_filter(self, pi: PodInfo, c: _Class) -> BoolArray | None:
         """Nodes that pass the claims-stage filters among those the other filters leave; None when the

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from ..podcounts import PodsView
+from ..podcounts import PodsView, TermKey
 from ..podtraits import AffinityTerm, PodTraits
 from . import Int64Array, PodContext, Rejections
 
@@ -92,13 +92,25 @@ _EXISTING_SIGN = {
 }
 
 
-def score_nodes(view: PodsView, pod: PodContext, feasible: npt.NDArray[np.intp]) -> Int64Array | None:
-    traits = pod.traits
-    existing = [
+def _existing_scored(view: PodsView, traits: PodTraits) -> list[tuple[TermKey, int]]:
+    """The terms placed pods carry that score this pod, with their factor."""
+    return [
         (key, factor)
         for key in (view.existing.current() if view.snap.carriers else [])
         if (factor := _EXISTING_SIGN.get(key.kind)) is not None and view.term_matches(key.term, traits)
     ]
+
+
+def score_skips(view: PodsView, pod: PodContext) -> bool:
+    """PreScore Skip: no preferred term of the pod and no placed pod's term scores it (`score_nodes`
+    gives None)."""
+    traits = pod.traits
+    return not (traits.preferred_affinity or traits.preferred_anti_affinity or _existing_scored(view, traits))
+
+
+def score_nodes(view: PodsView, pod: PodContext, feasible: npt.NDArray[np.intp]) -> Int64Array | None:
+    traits = pod.traits
+    existing = _existing_scored(view, traits)
     if not (traits.preferred_affinity or traits.preferred_anti_affinity or existing) or feasible.size == 0:
         return None  # PreScore: Skip
     total = np.zeros(len(view.snap), dtype=np.int64)

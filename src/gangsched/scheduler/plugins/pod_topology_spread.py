@@ -79,6 +79,10 @@ class _Prepared:
     domain_codes: npt.NDArray[np.intp]
     self_match: int
     unlabelled: BoolArray  # nodes without the constraint's key
+    domains: DomainCounts | None = None  # its counts, once asked (the view keeps the same object)
+    # The last verdict of a lone hard constraint and the per-domain state it was computed from: while the
+    # state holds, the very same rejections are returned (so the evaluator need not recombine them).
+    last: tuple[bytes, Rejections] | None = None
 
 
 def _prepare(view: PodsView, pod: PodContext, when: str) -> list[_Prepared]:
@@ -101,8 +105,11 @@ def _prepare(view: PodsView, pod: PodContext, when: str) -> list[_Prepared]:
 
 
 def _domains(view: PodsView, pod: PodContext, p: _Prepared, i: int) -> DomainCounts:
-    question, weight = _counted(pod.traits.namespace, p.constraint.selector)
-    return view.domains(question, weight, p.constraint.topology_key, p.among, (pod.key, "DoNotSchedule", i))
+    if p.domains is None:
+        question, weight = _counted(pod.traits.namespace, p.constraint.selector)
+        key = (pod.key, "DoNotSchedule", i)
+        p.domains = view.domains(question, weight, p.constraint.topology_key, p.among, key)
+    return p.domains
 
 
 def _codes(view: PodsView, pod: PodContext, p: _Prepared, i: int) -> npt.NDArray[np.intp]:
@@ -120,18 +127,32 @@ def _too_many(view: PodsView, pod: PodContext, p: _Prepared, i: int) -> BoolArra
     return too_many
 
 
+def _lone_rejections(view: PodsView, pod: PodContext, p: _Prepared, too_many: BoolArray) -> Rejections:
+    """The rejections of a pod's only hard constraint, given its per-domain verdict."""
+    too_skewed = too_many[_codes(view, pod, p, 0)] & ~p.unlabelled
+    return [
+        (mask, reason)
+        for mask, reason in ((p.unlabelled, REASON_MISSING_LABEL), (too_skewed, REASON))
+        if mask.any()
+    ]
+
+
+def _lone_verdict(view: PodsView, pod: PodContext, p: _Prepared) -> Rejections:
+    """`_lone_rejections`, the very same list while the per-domain verdict is unchanged (usually the case
+    from one pod to the next): no per-node work then, here or in the evaluator."""
+    too_many = _too_many(view, pod, p, 0)
+    state = too_many.tobytes()
+    if p.last is None or p.last[0] != state:
+        p.last = (state, _lone_rejections(view, pod, p, too_many))
+    return p.last[1]
+
+
 def filter_nodes(view: PodsView, pod: PodContext) -> Rejections:
     hard = _prepare(view, pod, "DoNotSchedule")
     if not hard:
         return []  # PreFilter: Skip
     if len(hard) == 1:  # the usual case: no bookkeeping of which constraint failed a node first
-        p = hard[0]
-        too_skewed = _too_many(view, pod, p, 0)[_codes(view, pod, p, 0)] & ~p.unlabelled
-        return [
-            (mask, reason)
-            for mask, reason in ((p.unlabelled, REASON_MISSING_LABEL), (too_skewed, REASON))
-            if mask.any()
-        ]
+        return _lone_verdict(view, pod, hard[0])
     n = len(view.snap)
     missing = np.zeros(n, dtype=bool)
     skewed = np.zeros(n, dtype=bool)
@@ -145,6 +166,11 @@ def filter_nodes(view: PodsView, pod: PodContext) -> Rejections:
     return [
         (mask, reason) for mask, reason in ((missing, REASON_MISSING_LABEL), (skewed, REASON)) if mask.any()
     ]
+
+
+def score_skips(view: PodsView, pod: PodContext) -> bool:
+    """PreScore Skip: the pod has no soft constraint, so `score_nodes` gives None."""
+    return not _prepare(view, pod, "ScheduleAnyway")
 
 
 def score_nodes(view: PodsView, pod: PodContext, feasible: npt.NDArray[np.intp]) -> Int64Array | None:

@@ -1,0 +1,142 @@
+"""The engine's shortcuts make exactly the decisions of the straightforward computation they skip.
+
+On random clusters (zones, identical and varied nodes) and random pods with spread constraints and pod
+(anti-)affinity, lone or in gangs, the whole schedule (nodes, messages, conditions) is compared with the one
+made when the shortcuts are switched off:
+- PodTopologySpread returning the same rejections while a lone hard constraint's per-domain verdict holds
+  (and the evaluator then keeping its combined pods-stage verdict);
+- find_node taking the resource-scores-only path when no pods-stage filter rejects a node and every
+  pods-stage score plugin skips the pod.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from gangsched.api.gates import FeatureGates
+from gangsched.report.schedule_output import as_json
+from gangsched.schedule import schedule_objects
+from gangsched.scheduler import evaluator
+from gangsched.scheduler.plugins import pod_topology_spread
+from tests.scenarios.harness import load_objects
+
+ZONES = ["z1", "z2", "z3"]
+COLORS = ["red", "blue"]
+GATES = FeatureGates()
+
+
+@st.composite
+def cluster(draw: st.DrawFn) -> list[dict[str, Any]]:
+    docs: list[dict[str, Any]] = []
+    for i in range(draw(st.integers(2, 9))):
+        labels = {"kubernetes.io/hostname": f"n{i}"}
+        if i == 0 or draw(st.integers(0, 5)):  # now and then a node without the zone label
+            labels["zone"] = draw(st.sampled_from(ZONES))
+        cpu = draw(st.sampled_from(["1", "2", "4"]))
+        alloc = {"cpu": cpu, "memory": "8Gi", "pods": draw(st.sampled_from(["3", "110"]))}
+        docs.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": f"n{i}", "labels": labels},
+                "status": {"allocatable": alloc, "capacity": alloc},
+            }
+        )
+    for i in range(draw(st.integers(1, 14))):
+        docs.append(_pod(draw, f"p{i}"))
+    for g in range(draw(st.integers(0, 2))):
+        size = draw(st.integers(1, 4))
+        docs.append(
+            {
+                "apiVersion": "scheduling.k8s.io/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": f"g{g}"},
+                "spec": {"schedulingPolicy": {"gang": {"minCount": size}}},
+            }
+        )
+        template = _pod(draw, "")  # members of a gang share a template, as a Job's do
+        for m in range(size):
+            member = {**template, "metadata": {**template["metadata"], "name": f"g{g}-{m}"}}
+            member["spec"] = {**template["spec"], "schedulingGroup": {"podGroupName": f"g{g}"}}
+            docs.append(member)
+    return docs
+
+
+def _pod(draw: st.DrawFn, name: str) -> dict[str, Any]:
+    color = draw(st.sampled_from(COLORS))
+    selector = {"matchLabels": {"color": draw(st.sampled_from(COLORS))}}
+    spec: dict[str, Any] = {
+        "containers": [
+            {
+                "name": "c",
+                "image": "i",
+                "resources": {"requests": {"cpu": draw(st.sampled_from(["100m", "1"]))}},
+            }
+        ]
+    }
+    constraints = []
+    for _ in range(draw(st.integers(0, 2))):
+        constraints.append(
+            {
+                "maxSkew": draw(st.integers(1, 2)),
+                "topologyKey": draw(st.sampled_from(["zone", "kubernetes.io/hostname"])),
+                "whenUnsatisfiable": draw(
+                    st.sampled_from(["DoNotSchedule", "DoNotSchedule", "ScheduleAnyway"])
+                ),
+                "labelSelector": selector,
+            }
+        )
+    if constraints:
+        spec["topologySpreadConstraints"] = constraints
+    affinity: dict[str, Any] = {}
+    term = {
+        "labelSelector": selector,
+        "topologyKey": draw(st.sampled_from(["zone", "kubernetes.io/hostname"])),
+    }
+    kind = draw(st.sampled_from([None, None, "anti", "preferred"]))
+    if kind == "anti":
+        affinity["podAntiAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+    elif kind == "preferred":
+        affinity["podAffinity"] = {
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 10, "podAffinityTerm": term}]
+        }
+    if affinity:
+        spec["affinity"] = affinity
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"color": color}},
+        "spec": spec,
+    }
+
+
+def _schedule(docs: list[dict[str, Any]], seed: int) -> dict[str, Any]:
+    return as_json(schedule_objects(load_objects(docs, "generated", GATES), GATES, seed=seed))
+
+
+def _without_shortcuts(monkeypatch: pytest.MonkeyPatch) -> None:
+    def always_fresh(view: Any, pod: Any, p: Any) -> Any:
+        return pod_topology_spread._lone_rejections(
+            view, pod, p, pod_topology_spread._too_many(view, pod, p, 0)
+        )
+
+    monkeypatch.setattr(pod_topology_spread, "_lone_verdict", always_fresh)
+    monkeypatch.setattr(evaluator.Evaluator, "_pods_scores_skip", lambda self, layer: False)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(docs=cluster(), seed=st.integers(0, 3))
+def test_shortcuts_make_the_same_schedule(docs: list[dict[str, Any]], seed: int) -> None:
+    fast = _schedule(docs, seed)
+    with pytest.MonkeyPatch.context() as patch:
+        _without_shortcuts(patch)
+        slow = _schedule(docs, seed)
+    assert fast == slow
+    bound = sum(1 for p in fast["pods"] if p["nodeName"])
+    event(f"bound {'some' if bound < len(fast['pods']) else 'all'}")
+    # progress: the first pod always has a node (n0 carries both keys and takes 1 cpu; nothing runs yet)
+    assert next(p for p in fast["pods"] if p["name"] == "p0")["nodeName"]
