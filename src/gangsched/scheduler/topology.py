@@ -5,7 +5,8 @@ excluded), in value order. Each feasible placement is scored by PodGroupPodsCoun
 normalised to 0..100 by the best) plus NodeResourcesFit MostAllocated over the placement's summed
 requested/allocatable (0..100), weights 1; the highest total wins, ties broken by the seeded generator.
 
-When every pending pod of the group is of one equivalence class, the outcome of the pod-by-pod cycle inside
+When every pending pod of the group is of one equivalence class and no pods-stage plugin reads other
+pods for it (no ports, spread or pod affinity), the outcome of the pod-by-pod cycle inside
 a placement is known without running it: greedy placement fits min(pending, sum over the placement's nodes
 of how many such pods each node still takes). Capacities and MostAllocated sums for every placement come
 from a few `bincount`s over all nodes, whatever the number of placements. Otherwise each placement runs the
@@ -97,55 +98,35 @@ def _fast(ev: Evaluator, attempt: GroupAttempt, key: str, options: list[Placemen
     snap = ev.snap
     c = ev.equivalence_class(attempt.pods[0])
     option_codes = np.array([p.code for p in options], dtype=np.intp)
-    request = dict(c.vec.rows)
 
-    def capacity(cols: npt.NDArray[np.intp]) -> Int64Array:
+    def per_node(cols: npt.NDArray[np.intp]) -> Int64Array:
+        """Rows: how many pods of the class each node still takes, allocatable cpu and memory, requested
+        cpu and memory."""
         free = np.full(len(cols), np.iinfo(np.int64).max, dtype=np.int64)
         for row, v in c.vec.rows:
             free = np.minimum(free, (snap.alloc[row, cols] - snap.used[row, cols]) // v)
-        out: Int64Array = np.where(c.static_ok[cols], np.maximum(free, 0), 0)
+        capacity = np.where(c.static_ok[cols], np.maximum(free, 0), 0)
+        out: Int64Array = np.vstack(
+            (capacity, snap.alloc[CPU : MEMORY + 1, cols], snap.used[CPU : MEMORY + 1, cols])
+        )
         return out
-
-    def alloc(cols: npt.NDArray[np.intp]) -> Int64Array:
-        return snap.alloc[CPU : MEMORY + 1, cols]
-
-    def used(cols: npt.NDArray[np.intp]) -> Int64Array:
-        return snap.used[CPU : MEMORY + 1, cols]
 
     within = options[0].within
     if within is ev.labelled(key):  # every labelled node: the kept sums apply
-        cap = ev.domain_sums(("capacity", c.key), key, capacity).current()[option_codes]
-        allocs = ev.domain_sums("alloc", key, alloc).current()[:, option_codes]
-        useds = ev.domain_sums("used", key, used).current()[:, option_codes]
-        sums = {
-            (what, row): arr[i]
-            for what, arr in (("alloc", allocs), ("used", useds))
-            for i, row in enumerate((CPU, MEMORY))
-        }
+        sums = ev.domain_sums(("placements", c.key), key, per_node).current()[:, option_codes]
     else:
         perm, starts, _ = snap.domains(key)
-        all_cols = np.arange(len(snap), dtype=np.intp)
-
-        def fresh(values: Int64Array) -> Int64Array:
-            # Exact int64 sums per label code (bincount would go through float64 and lose memory's low bits).
-            out: Int64Array = np.add.reduceat((values * within)[perm], starts)[option_codes]
-            return out
-
-        cap = fresh(capacity(all_cols))
-        allocs, useds = alloc(all_cols), used(all_cols)
-        sums = {
-            (what, row): fresh(arr[i])
-            for what, arr in (("alloc", allocs), ("used", useds))
-            for i, row in enumerate((CPU, MEMORY))
-        }
+        values = per_node(np.arange(len(snap), dtype=np.intp)) * within
+        # Exact int64 sums per label code (bincount would go through float64 and lose memory's low bits).
+        sums = np.add.reduceat(values[:, perm], starts, axis=1)[:, option_codes]
+    cap, allocs, useds = sums[0], sums[1:3], sums[3:5]
     placed = np.minimum(len(attempt.pods), cap)
     scheduled = attempt.scheduled + placed
     ok = (placed > 0) & (scheduled >= (attempt.min_count if attempt.gang else 1))
-    most = np.zeros(len(options), dtype=np.int64)
-    for row in (CPU, MEMORY):
-        a = sums[("alloc", row)]
-        u = sums[("used", row)] + placed * request.get(row, 0)
-        most += np.where(a > 0, np.minimum(u, a) * MAX_SCORE // np.maximum(a, 1), 0)
+    request = dict(c.vec.rows)
+    per_pod = np.array([[request.get(CPU, 0)], [request.get(MEMORY, 0)]], dtype=np.int64)
+    used = useds + placed * per_pod
+    most = np.where(allocs > 0, np.minimum(used, allocs) * MAX_SCORE // np.maximum(allocs, 1), 0).sum(axis=0)
     index = np.flatnonzero(ok)
     return index, scheduled[index], most[index] // 2
 
@@ -197,9 +178,10 @@ def place_with_topology(
     if not options:
         return GroupResult(Code.UNSCHEDULABLE, "0/0 placements are available")
     first: GroupResult | None = None
-    # The per-domain capacity sums know nothing of nominated pods: with any nomination held, every placement
-    # runs the real cycle, whose filters count them.
-    if len({pi.signature for pi in attempt.pods}) == 1 and not snap.nominated:
+    # The per-domain capacity sums know nothing of nominated pods, nor of what the pods-stage plugins read
+    # (ports, spread, pod affinity, also among the members): then every placement runs the real cycle.
+    one_class = len({pi.signature for pi in attempt.pods}) == 1
+    if one_class and not snap.nominated and not any(ev.reads_other_pods(pi) for pi in attempt.pods):
         index, pods, most = _fast(ev, attempt, key, options)
     else:
         index, pods, most, first = _full(ev, attempt, options)
