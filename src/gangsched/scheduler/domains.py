@@ -38,8 +38,8 @@ class DomainSums:
         self.synced = len(self.snap.changed)
 
     def _add(self, cols: Columns, delta: Int64Array) -> None:
-        # one unbuffered add for every row at once (nodes of one domain add up)
-        np.add.at(self.sums, (..., self.codes[cols]), delta)
+        # one unbuffered add for every row at once (nodes of one domain add up), through transposed views
+        np.add.at(self.sums.T, self.codes[cols], delta.T)
 
     def current(self) -> Int64Array:
         changed = self.snap.changed
