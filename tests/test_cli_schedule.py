@@ -8,8 +8,11 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gangsched.cli import main
+from gangsched.report.schedule_output import json_text
 
 ROOT = Path(__file__).resolve().parent.parent
 EIGHT_GPU = "examples/eight-gpu/eight-gpu.yaml"
@@ -195,3 +198,19 @@ def test_claim_templates_with_a_null_spec_are_empty_claims() -> None:
     out = as_json("-f", "-", stdin=EMPTY_CLAIM_SPECS)
     assert placements(out) == {"default/p": "n1"}
     assert sorted(c["allocation"]["devices"]["results"] == [] for c in out["claims"]) == [True, True]
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(doc=json_values)
+def test_json_output_is_the_indented_json_of_the_standard_library(doc: Any) -> None:
+    assert json_text(doc) == json.dumps(doc, indent=2)

@@ -19,7 +19,7 @@ from .api.gates import GATE_NAMES, FeatureGateError, FeatureGates
 from .api.inputs import read_inputs
 from .api.loader import display_path
 from .builder.command import build_manifests, expanded_inputs
-from .report.schedule_output import as_json, as_table, as_yaml
+from .report.schedule_output import as_json, as_table, as_yaml, json_text
 from .schedule import schedule_objects, settle
 from .scheduler.backfill import BackfillSettings
 from .scheduler.policy import QUEUE_POLICIES
@@ -246,7 +246,7 @@ def schedule(
         policy=policy,
     )
     if output == "json":
-        click.echo(json.dumps(as_json(store), indent=2))
+        click.echo(json_text(as_json(store)))
     elif output == "yaml":
         click.echo(as_yaml(store), nl=False)
     else:
