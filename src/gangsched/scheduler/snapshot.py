@@ -60,10 +60,17 @@ class PodVector:
     nonzero_mem: int
 
 
-def _allocatable(node: Any) -> dict[str, int]:
+def _allocatable(node: Any, seen: dict[tuple[tuple[str, Any], ...], dict[str, int]]) -> dict[str, int]:
+    """The node's allocatable amounts in milli-units; nodes of one kind share one dict (kept in `seen`),
+    which the caller must not mutate."""
     status = node.status
     raw = (status.allocatable or status.capacity or {}) if status else {}
+    key = tuple(raw.items())
+    cached = seen.get(key)
+    if cached is not None:
+        return cached
     out: dict[str, int] = {}
+    seen[key] = out
     for name, value in raw.items():
         try:
             out[name] = min(milli(value), MAX_MILLI)
@@ -83,14 +90,20 @@ class Snapshot:
         n = len(nodes)
         self.resources: list[str] = list(BASE_RESOURCES)
         self.rindex: dict[str, int] = {r: i for i, r in enumerate(self.resources)}
-        allocs = [_allocatable(node) for node in nodes]
-        for a in allocs:
+        seen: dict[tuple[tuple[str, Any], ...], dict[str, int]] = {}
+        columns: dict[int, list[int]] = {}  # id of a shared allocatable dict -> the nodes that have it
+        allocs = [_allocatable(node, seen) for node in nodes]
+        for j, a in enumerate(allocs):
+            columns.setdefault(id(a), []).append(j)
+        for a in seen.values():
             for r in a:
                 self._row(r, grow=False)
         self.alloc: Int64Array = np.zeros((len(self.resources), n), dtype=np.int64)
-        for j, a in enumerate(allocs):
-            for r, v in a.items():
-                self.alloc[self.rindex[r], j] = v
+        for a in seen.values():
+            cols = columns.get(id(a))
+            if cols is not None:
+                for r, v in a.items():
+                    self.alloc[self.rindex[r], cols] = v
         self.used: Int64Array = np.zeros_like(self.alloc)
         self.nonzero_used: Int64Array = np.zeros((2, n), dtype=np.int64)
         self.unschedulable: BoolArray = np.array(
@@ -145,7 +158,10 @@ class Snapshot:
             for key, value in labels.items():
                 codes = self.label_values.setdefault(key, {})
                 code = codes.setdefault(value, len(codes))
-                per_key.setdefault(key, [-1] * n)[j] = code
+                column = per_key.get(key)
+                if column is None:  # (not setdefault: its default list would be built for every label)
+                    column = per_key[key] = [-1] * n
+                column[j] = code
         self.labels: dict[str, npt.NDArray[np.int32]] = {
             k: np.array(v, dtype=np.int32) for k, v in per_key.items()
         }
