@@ -95,10 +95,10 @@ def test_chart_values_move_together(helm: str) -> None:
     """A scheduler name, Lease name or image given as values reaches every object that names it."""
     objects = render(
         helm, "schedulerName=gpu", "leaderElection.leaseName=gpu-lease", "image.repository=r.example/gs",
-        "image.tag=1.2.3", "config.featureGates.CompositePodGroup=false",
+        "image.tag=1.2.3", "config.featureGates.CompositePodGroup=false", "recoveryPolicy=release-after:600",
     )  # fmt: skip
     config = yaml.safe_load(by_kind(objects, "ConfigMap")[0]["data"]["config.yaml"])
-    assert config["profiles"] == [{"schedulerName": "gpu"}]
+    assert config["profiles"] == [{"schedulerName": "gpu", "recoveryPolicy": "release-after:600"}]
     assert config["leaderElection"]["resourceName"] == "gpu-lease"
     assert config["featureGates"] == {"CompositePodGroup": False}
     role = by_kind(objects, "Role")[0]

@@ -19,6 +19,7 @@ from gangsched.live import runner
 from gangsched.live.config import ConfigError, load_config, parse_duration
 from gangsched.live.kube import cluster_config
 from gangsched.scheduler.backfill import BackfillSettings
+from gangsched.scheduler.recovery import Recovery
 
 FULL = """\
 apiVersion: gangsched.io/v1alpha1
@@ -38,7 +39,7 @@ seed: 7
 profiles:
 - {schedulerName: gpu-gangs, scoringStrategy: MostAllocated, placementLimit: true, backfillDepth: 2,
    backfillWindow: 2h, backfillResolution: 30s, backfillInterval: 10s, agingRate: 5, agingCap: 50,
-   explainPending: true}
+   explainPending: true, queuePolicy: gang-strict-fifo, recoveryPolicy: "release-after:600"}
 """
 
 
@@ -70,6 +71,8 @@ def test_a_full_file_gives_every_setting(tmp_path: Path) -> None:
             depth=2, window=7200.0, resolution=30.0, interval=10.0, aging_rate=5.0, aging_cap=50.0
         ),
         "explain_pending": True,
+        "queue_policy": "gang-strict-fifo",
+        "recovery": Recovery("release-after", 600.0),
     }
 
 
@@ -101,8 +104,14 @@ def test_not_go_durations(text: str) -> None:
     [
         (("seed: 7", "seed: seven"), "seed: expected `int`, got `str`"),
         (("seed: 7", "seed: 7\nqueuePolicy: Fifo"), "queuePolicy: unknown field"),
-        (("placementLimit: true", "placementLimit: true, queuePolicy: Fifo"),
-         "profiles[0].queuePolicy: unknown field"),
+        (("placementLimit: true", "placementLimit: true, queueSort: Fifo"),
+         "profiles[0].queueSort: unknown field"),
+        (("queuePolicy: gang-strict-fifo", "queuePolicy: Fifo"),
+         'profiles[0].queuePolicy: Unsupported value: "Fifo": supported values: "gang", '),
+        (('recoveryPolicy: "release-after:600"', "recoveryPolicy: release-after"),
+         'profiles[0].recoveryPolicy: Invalid value: "release-after": invalid recovery policy'),
+        (('recoveryPolicy: "release-after:600"', "recoveryPolicy: retry"),
+         'profiles[0].recoveryPolicy: Invalid value: "retry": invalid recovery policy'),
         (("backfillDepth: 2", "backfillDepth: some"),
          'profiles[0].backfillDepth: Invalid value: "some": want a number or "all"'),
         (("backfillDepth: 2", "backfillDepth: -1"),
@@ -199,7 +208,7 @@ def test_flags_override_the_file_field_by_field(tmp_path: Path, captured: list[r
         main,
         ["run", "--config", str(path), "--scheduler-name", "flagged", "--seed", "3",
          "--feature-gates", "DRAWorkloadResourceClaims=false", "--no-leader-elect", "--bind-address", "::1",
-         "--backfill", "all", "--bf-window", "600"],
+         "--backfill", "all", "--bf-window", "600", "--recovery", "restart"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     (options,) = captured
@@ -217,6 +226,9 @@ def test_flags_override_the_file_field_by_field(tmp_path: Path, captured: list[r
     # --backfill replaces the file's backfill settings whole (its planning flags go with it).
     assert options.backfill == BackfillSettings(depth=None, window=600.0)
     assert options.profile().backfill == options.backfill and options.profile().explain_pending
+    # --recovery over the file's release-after:600; the file's queue policy stays.
+    assert options.profile().recovery == Recovery("restart")
+    assert options.queue_policy == "gang-strict-fifo"
 
 
 def test_without_a_file_the_defaults(captured: list[runner.RunOptions]) -> None:

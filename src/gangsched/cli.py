@@ -561,7 +561,21 @@ def _progress(console: Console) -> Iterator[Callable[[str, float, int], None] | 
     help="Write why a group waits and when it starts (as `explain`) into a condition "
     "gangsched.io/WhyPending and a WhyPending Event on it, beside upstream's conditions.",
 )
-@policy_option
+@click.option(
+    "--policy",
+    type=click.Choice(list(QUEUE_POLICIES)),
+    default=None,
+    help="Queue policy, as for `schedule` (see there).  [default: gang]",
+)
+@click.option(
+    "--recovery",
+    default=None,
+    callback=_parse_with(lambda v: Recovery.parse(v)),
+    help="Gang members lost after admission (pod failed or deleted, node NotReady or deleted): wait "
+    "(upstream: hold the rest until replacements bind), restart (delete the members still bound), continue "
+    "(go on while minCount are in place), release-after:SECONDS (wait, then delete the rest).  "
+    "[default: wait]",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log at debug level.")
 def run(config_file: str | None, verbose: bool, feature_gates: str | None, **flags: Any) -> None:
     """Schedule a real cluster as a secondary scheduler: pods with spec.schedulerName = --scheduler-name.

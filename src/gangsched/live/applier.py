@@ -145,6 +145,21 @@ class Applier:
         for notice in decision.events:
             self._spawn(self._event(notice))
 
+    def delete_members(self, pods: tuple[tuple[str, str], ...], notice: Notice) -> None:
+        """A recovery policy's restart or release (live/recovery.py): delete these bound pods with their own
+        grace period, as a controller would (their owner creates them again), and say why on the group."""
+        for key in pods:
+            self._spawn(self._delete_member(key))
+        self._spawn(self._event(notice))
+
+    async def _delete_member(self, key: tuple[str, str]) -> None:
+        pod = self.cache.store.get("Pod", key)
+        uid = pod.metadata.uid if pod is not None else None
+        async with self._writes:
+            status = await self.api.delete_pod(key, uid=uid)  # uid: never a pod made since under that name
+        if not status.ok and status.code not in (404, 409):
+            log.warning("recovery: delete %s/%s: %s %s", *key, status.code, status.reason)
+
     async def drain(self) -> None:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)

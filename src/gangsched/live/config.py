@@ -12,7 +12,7 @@
     profiles:
     - {schedulerName: gangsched, scoringStrategy: LeastAllocated, placementLimit: false,
        backfillDepth: 1, backfillWindow: 24h, backfillResolution: 60s, backfillInterval: 30s,
-       agingRate: 0, agingCap: 0, explainPending: false}
+       agingRate: 0, agingCap: 0, explainPending: false, queuePolicy: gang, recoveryPolicy: wait}
 
 The names and the validation rules are upstream's where upstream has the setting (component-base's
 LeaderElectionConfiguration, kube-scheduler's profiles), durations are Go durations ("15s", "1m30s").
@@ -33,6 +33,8 @@ import yaml
 
 from ..api.gates import FeatureGateError, FeatureGates
 from ..scheduler.backfill import BackfillSettings
+from ..scheduler.policy import QUEUE_POLICIES
+from ..scheduler.recovery import Recovery
 
 __all__ = ["API_VERSION", "KIND", "ConfigError", "leader_election_problem", "load_config", "parse_duration"]
 
@@ -78,6 +80,8 @@ class ProfileConfig(_Struct):
     agingRate: float = 0.0  # priority points per hour waited
     agingCap: float = 0.0
     explainPending: bool = False
+    queuePolicy: str = "gang"  # as --policy
+    recoveryPolicy: str = "wait"  # as --recovery: wait, restart, continue, release-after:SECONDS
 
 
 class FileConfig(_Struct):
@@ -202,6 +206,16 @@ def load_config(path: str | Path) -> dict[str, Any]:
             f'Unsupported value: "{profile.scoringStrategy}": supported values: '
             + ", ".join(f'"{s}"' for s in SCORING_STRATEGIES),
         )
+    if profile.queuePolicy not in QUEUE_POLICIES:
+        raise fail(
+            "profiles[0].queuePolicy",
+            f'Unsupported value: "{profile.queuePolicy}": supported values: '
+            + ", ".join(f'"{p}"' for p in QUEUE_POLICIES),
+        )
+    try:
+        recovery = Recovery.parse(profile.recoveryPolicy)
+    except ValueError as e:
+        raise fail("profiles[0].recoveryPolicy", f'Invalid value: "{profile.recoveryPolicy}": {e}') from e
     backfill = _backfill(profile, fail)
     return {
         "kubeconfig": raw.clientConnection.kubeconfig or None,
@@ -221,6 +235,8 @@ def load_config(path: str | Path) -> dict[str, Any]:
         "placement_limit": profile.placementLimit,
         "backfill": backfill,
         "explain_pending": profile.explainPending,
+        "queue_policy": profile.queuePolicy,
+        "recovery": recovery,
     }
 
 

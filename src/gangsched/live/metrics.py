@@ -19,17 +19,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import prometheus_client
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client import Counter as PromCounter
 from prometheus_client import Histogram as PromHistogram
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-__all__ = ["Counter", "Gauge", "Histogram", "Metrics", "Page", "serve_http"]
+__all__ = ["Counter", "Gauge", "Histogram", "Metrics", "Page", "StateCounter", "serve_http"]
 
 log = logging.getLogger("gangsched.live.http")
 
@@ -79,15 +79,31 @@ class Gauge:
         return family
 
 
-class _Gauges(Collector):
-    """The gauges attached to a Metrics, read at scrape time."""
+@dataclass
+class StateCounter:
+    """A counter kept by scheduler state and read when scraped: `read` yields (label values, total)."""
 
-    def __init__(self, gauges: list[Gauge]) -> None:
-        self.gauges = gauges
+    name: str  # without _total
+    help: str
+    labels: tuple[str, ...]
+    read: Callable[[], Iterable[tuple[tuple[str, ...], float]]]
+
+    def collect(self) -> Metric:
+        family = CounterMetricFamily(self.name, self.help, labels=list(self.labels))
+        for values, total in self.read():
+            family.add_metric(list(values), total)
+        return family
+
+
+class _ReadAtScrape(Collector):
+    """Gauges or state counters attached to a Metrics (a list the runner appends to), read when scraped."""
+
+    def __init__(self, series: list[Gauge] | list[StateCounter]) -> None:
+        self.series = series
 
     def collect(self) -> Iterator[Metric]:
-        for gauge in self.gauges:
-            yield gauge.collect()
+        for one in self.series:
+            yield one.collect()
 
 
 class Metrics:
@@ -125,8 +141,18 @@ class Metrics:
             "(as kube-scheduler's scheduler_pod_scheduling_sli_duration_seconds).",
             SLI_BUCKETS,
         )
+        self.recoveries = Counter(
+            r,
+            "gangsched_gang_recoveries_total",
+            "Gangs whose bound members were deleted by the recovery policy after losing a member, by action "
+            "(restart, release).",
+            "action",
+        )
         self.gauges: list[Gauge] = []
-        r.register(_Gauges(self.gauges))
+        r.register(_ReadAtScrape(self.gauges))
+        # Counters read from scheduler state at scrape time (attached by the runner).
+        self.state_counters: list[StateCounter] = []
+        r.register(_ReadAtScrape(self.state_counters))
 
     def render(self) -> str:
         return generate_latest(self.registry).decode()

@@ -6,9 +6,12 @@
 4. Recovery: gangs found bound below their minCount with members still pending (a previous incarnation died
    while binding) are left to the first scheduling pass, which counts their bound members and places the rest
    if it can (finishing loses no work). Any still below minCount once that pass is done have their bound
-   members deleted: holding part of a gang is the deadlock gang scheduling exists to prevent.
+   members deleted: holding part of a gang is the deadlock gang scheduling exists to prevent. Gangs that were
+   whole once (PodGroupInitiallyScheduled True) and lost members since are left to the recovery policy.
 5. Loop: `schedule_one(now)`; each Decision goes to the Applier (live/applier.py) without waiting for it; when
-   the queue is idle, wait for a change from the informers or for the next backoff to end.
+   the queue is idle, the recovery policy looks at the gangs that changed (live/recovery.py: members failed,
+   deleted, or on a node NotReady or gone; a restart or release deletes the members still bound), then the
+   loop waits for a change from the informers, the next backoff to end or the next release to fall due.
 
     asyncio.run(run(RunOptions(kubeconfig="~/.kube/config")))   # None: in-cluster, else $KUBECONFIG
 """
@@ -32,6 +35,7 @@ from ..scheduler import Decision, Profile, Scheduler
 from ..scheduler.backfill import BackfillSettings
 from ..scheduler.estimates import History
 from ..scheduler.policy import queue_policy
+from ..scheduler.recovery import WAIT, Recovery
 from ..store.store import EPOCH, Store
 from .applier import EVENT_WRITES, Applier
 from .cache import LiveCache
@@ -39,7 +43,8 @@ from .dashboard import DashboardView, render_dashboard
 from .informer import Informer
 from .kube import KubeApi
 from .leader import LeaderElector
-from .metrics import Gauge, Metrics, Page, serve_http
+from .metrics import Gauge, Metrics, Page, StateCounter, serve_http
+from .recovery import GangRecovery
 
 __all__ = ["INFORMER_KINDS", "LiveScheduler", "RunOptions", "run"]
 
@@ -93,6 +98,7 @@ class RunOptions:
     backfill: BackfillSettings | None = None
     explain_pending: bool = False
     queue_policy: str = "gang"
+    recovery: Recovery = WAIT
 
     def profile(self) -> Profile:
         return Profile(
@@ -102,6 +108,7 @@ class RunOptions:
             backfill=self.backfill,
             explain_pending=self.explain_pending,
             queue_policy=queue_policy(self.queue_policy),
+            recovery=self.recovery,
         )
 
 
@@ -122,6 +129,7 @@ class LiveScheduler:
         self.informers = [Informer(api, kind, self.cache) for kind in INFORMER_KINDS]
         self.scheduler: Scheduler | None = None
         self.applier: Applier | None = None
+        self.recovery: GangRecovery | None = None
         self.synced = False
         self._tasks: list[asyncio.Task[None]] = []
         self._incomplete: dict[tuple[str, str], int] = {}
@@ -144,6 +152,10 @@ class LiveScheduler:
             scheduler_name=self.options.scheduler_name,
             max_writes=self.options.api_concurrency,
         )
+        self.recovery = GangRecovery(
+            self.store, self.scheduler.profile.recovery, scheduler_name=self.options.scheduler_name
+        )
+        self.recovery.observe(self.scheduler.clock())  # the gangs admitted before this process started
         self._incomplete = {g: n for g, (bound, n) in self.gangs_below_min_count().items() if bound}
         if self._incomplete:
             log.warning(
@@ -168,8 +180,8 @@ class LiveScheduler:
 
     # --- the loop -------------------------------------------------------------------------------------------
     async def loop(self) -> None:
-        scheduler, applier = self.scheduler, self.applier
-        assert scheduler is not None and applier is not None
+        scheduler, applier, recovery = self.scheduler, self.applier, self.recovery
+        assert scheduler is not None and applier is not None and recovery is not None
         while True:
             now = scheduler.clock()  # the Store's wall clock: the queue's times and the conditions' agree
             cycles = scheduler.cycles
@@ -188,8 +200,13 @@ class LiveScheduler:
                 await applier.drain()
                 await self._recover()
                 continue
+            for action in recovery.observe(now):
+                self.metrics.recoveries.inc(action.kind)
+                applier.delete_members(action.delete, action.notice)
             ready = scheduler.queue.next_ready_at()
-            timeout = IDLE_WAIT if ready is None else min(IDLE_WAIT, max(0.0, ready - now))
+            release = recovery.next_release_at()
+            due = min((t for t in (ready, release) if t is not None), default=None)
+            timeout = IDLE_WAIT if due is None else min(IDLE_WAIT, max(0.0, due - now))
             self.cache.changed.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.cache.changed.wait(), timeout)
@@ -226,6 +243,8 @@ class LiveScheduler:
         for group, (bound, pending) in members.items():
             pg = self.store.get("PodGroup", group)
             gang = pg.spec.schedulingPolicy.gang if pg is not None else None
+            if _initially_scheduled(pg):
+                continue  # it was whole once: members lost since are the recovery policy's (live/recovery.py)
             if gang is not None and pending and len(bound) < int(gang.minCount):
                 out[group] = (bound, int(gang.minCount))
         return out
@@ -286,7 +305,32 @@ class LiveScheduler:
         def in_flight() -> dict[str, float]:
             return {"": float(self.applier.in_flight() if self.applier else 0)}
 
+        def below_min_count() -> list[tuple[tuple[str, ...], float]]:
+            if self.recovery is None:
+                return []
+            return [(group, gpu_s) for group, gpu_s in self.recovery.held_below_min_count(scheduler.clock())]
+
+        def stalled() -> dict[str, float]:
+            gangs = self.recovery.gangs.values() if self.recovery is not None else ()
+            return {"": float(sum(1 for g in gangs if g.below_since is not None))}
+
+        self.metrics.state_counters.append(
+            StateCounter(
+                "gangsched_gpu_seconds_below_min_count",
+                "GPU-seconds held by gangs without progress after losing members after admission (below "
+                "minCount, or waiting for the lost members' replacements), by gang: what the recovery "
+                "policy keeps allocated (the simulator's below_min).",
+                ("namespace", "podgroup"),
+                below_min_count,
+            )
+        )
         self.metrics.gauges += [
+            Gauge(
+                "gangsched_gangs_below_min_count",
+                "Admitted gangs now held without progress after losing members.",
+                "",
+                stalled,
+            ),
             Gauge("gangsched_queue_depth", "Roots in the scheduling queue by state.", "state", queue_depth),
             Gauge("gangsched_pending_gangs", "Gangs with members of ours not yet bound.", "", pending_gangs),
             Gauge(
@@ -297,6 +341,13 @@ class LiveScheduler:
             ),
             Gauge("gangsched_writes_in_flight", "API writes not yet answered.", "", in_flight),
         ]
+
+
+def _initially_scheduled(pg: Any) -> bool:
+    """The group's PodGroupInitiallyScheduled condition is True: it had minCount members bound (the Applier
+    writes it once they all are)."""
+    conditions = (pg.status.conditions if pg is not None and pg.status else None) or []
+    return any(c.type == "PodGroupInitiallyScheduled" and c.status == "True" for c in conditions)
 
 
 async def _unless_stopped(step: Coroutine[Any, Any, None], stopping: asyncio.Event) -> bool:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ..scheduler.recovery import MEMBER, RESTART, STALL, after_loss, release_at
 from ..store.store import EPOCH
 
 if TYPE_CHECKING:
@@ -174,19 +175,24 @@ class FailureInjector:
             self.preemptions += 1
         sim.remove_pod(run, key)
         job = run.job
-        policy = self.recovery.policy
-        if job.progress == "basic":
+        action = after_loss(
+            self.recovery,
+            gang=job.progress != "basic",
+            started=run.start is not None,
+            running=len(run.running),
+            min_count=job.min_count,
+        )
+        if action == MEMBER:
             saved = self._lose(run, run.member_work.pop(key, 0.0), job.gpus_per_pod)
             new = self._replace(run, key, obj)
             if new is not None and saved:
                 run.member_work[new] = saved
-        elif policy == "restart" and run.start is not None:
+        elif action == RESTART:
             run.work = self._lose(run, run.work, job.gpus)
             self._restart(run)
             return
         else:
-            can_go_on = policy == "continue" and len(run.running) >= job.min_count
-            if was_running and run.rate > 0 and not can_go_on:
+            if was_running and run.rate > 0 and action == STALL:
                 run.work = self._lose(run, run.work, job.gpus)
                 run.recovering = running_before  # no progress until the replacements run
             self._replace(run, key, obj)
@@ -246,17 +252,20 @@ class FailureInjector:
 
     def after_update(self, run: JobRun) -> None:
         """Start or stop the release-after clock when the job falls below minCount after progress."""
-        if self.recovery.policy != "release-after" or run.job.progress == "basic" or run.end is not None:
+        if run.job.progress == "basic" or run.end is not None:
             return
         below = run.start is not None and run.rate == 0 and run.bound > 0
         if not below:
             run.below_since = None
             return
         if run.below_since is None:
+            deadline = release_at(self.recovery, self.sim.now)
+            if deadline is None:
+                return  # this policy never releases
             run.below_since = self.sim.now
             since = run.below_since
             self.sim.timeline.at(
-                since + self.recovery.release_after_s,
+                deadline,
                 lambda: self._release_if_still_below(run, since),
                 priority=2,
             )

@@ -35,7 +35,7 @@ from ..api.gates import FeatureGates
 from ..scheduler import Profile, Scheduler, Timeline
 from ..scheduler.backfill import BackfillSettings
 from ..scheduler.policy import queue_policy
-from ..scheduler.recovery import WAIT, Recovery
+from ..scheduler.recovery import WAIT, Recovery, stalled
 from ..store import Change, Store
 from .delays import Delay
 from .failures import FailurePlan
@@ -232,7 +232,7 @@ class Simulation:
         running = len(run.running)
         if job.progress == "basic":
             return 1.0 if running else 0.0
-        if running < job.min_count or (run.recovering and running < run.recovering):
+        if stalled(running=running, min_count=job.min_count, recovering=run.recovering):
             return 0.0
         return 1.0 if job.progress == "gang" else running / job.size
 
