@@ -210,6 +210,7 @@ class Simulation:
         self.ledger.advance(self.now)
         if self.injector.fails_to_start(run, key):
             return
+        self._accrue(run, self.now)  # the time before it ran is no member's work
         run.running.add(key)
         if run.job.progress == "basic":
             run.member_work.setdefault(key, 0.0)
