@@ -415,6 +415,19 @@ def _sizes(text: str) -> dict[int, float]:
 @gates_option
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--plot", "plot_path", help="Write wait CDFs and GPU states to this PNG.")
+@click.option("--sweep", is_flag=True, help="Run every policy (--compare) x load (--loads) x seed (--seeds).")
+@click.option(
+    "--loads",
+    default="1",
+    show_default=True,
+    callback=_parse_with(lambda v: _numbers(v, float, "--loads")),
+    help="--sweep: arrival-rate multipliers (every arrival time divided by each).",
+)
+@click.option(
+    "--seeds", callback=_parse_with(lambda v: _numbers(v, int, "--seeds")), help="--sweep: default --seed."
+)
+@click.option("--workers", type=click.IntRange(min=1), help="--sweep: processes at once (default: CPUs).")
+@click.option("--ray", "ray_address", help="--sweep on this Ray cluster (pip install 'gangsched[ray]').")
 @backfill_options
 def simulate(
     paths: Sequence[str],
@@ -441,6 +454,11 @@ def simulate(
     gates: FeatureGates,
     output: str,
     plot_path: str | None,
+    sweep: bool,
+    loads: list[float],
+    seeds: list[int] | None,
+    workers: int | None,
+    ray_address: str | None,
     backfill: BackfillSettings | None,
     **_planning: float,
 ) -> None:
@@ -467,6 +485,13 @@ def simulate(
         recovery=recovery, backfill=_with_policy(backfill, policy), termination_s=termination_seconds,
         failures=FailurePlan(fail_events, fail_start_p, exit_rate, node_fail_rate, node_repair),
     )  # fmt: skip
+    if sweep:
+        if plot_path:
+            raise BadInput("--plot: not with --sweep (use --compare for a figure)")
+        _sweep(request, options, policies, loads, seeds or [seed], workers, ray_address, output)
+        return
+    if ray_address:
+        raise BadInput("--ray: only with --sweep")
     console = Console(stderr=True)
     try:
         with _progress(console) as report:
@@ -484,6 +509,44 @@ def simulate(
     if plot_path:
         plot(plot_path, results, policies, [sim.ledger.samples for sim in sims])
         click.echo(f"wrote {plot_path}", err=True)
+
+
+def _numbers(text: str, kind: Callable[[str], Any], option: str) -> list[Any]:
+    try:
+        values = [kind(v) for v in text.split(",")]
+    except ValueError:
+        expected = "expected a comma-separated list of numbers"
+        raise ValueError(f"{option}: invalid value {text!r}: {expected}") from None
+    if any(v <= 0 for v in values) and option == "--loads":
+        raise ValueError(f"{option}: every load must be greater than 0: {text!r}")
+    return values
+
+
+def _sweep(
+    request: Any,
+    options: Any,
+    policies: list[str],
+    loads: list[float],
+    seeds: list[int],
+    workers: int | None,
+    ray_address: str | None,
+    output: str,
+) -> None:
+    """`simulate --sweep`: one row per policy x load x seed (sim/sweep.py)."""
+    from .sim.command import SimInputError
+    from .sim.output import sweep_table
+    from .sim.sweep import grid, run_sweep
+
+    points = grid(policies, loads, seeds)
+    try:
+        rows = run_sweep(request, options, points, workers=workers, ray_address=ray_address)
+    except SimInputError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    if output == "json":
+        click.echo(json.dumps({"sweep": rows}, indent=1))
+    else:
+        Console(width=None if sys.stdout.isatty() else 160).print(sweep_table(rows))  # piped: do not squeeze
 
 
 @contextlib.contextmanager

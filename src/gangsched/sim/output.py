@@ -12,7 +12,7 @@ from typing import Any
 
 from rich.table import Table
 
-__all__ = ["plot", "table"]
+__all__ = ["plot", "sweep_table", "table"]
 
 _ROWS = (
     ("jobs", "jobs", "{:,.0f}"),
@@ -60,6 +60,35 @@ def table(results: Sequence[dict[str, Any]], labels: Sequence[str]) -> Table:
                 "-" if s is None else f"{s['max_wait_s'] / 3600:,.2f} / {s['p99_wait_s'] / 3600:,.2f}"
             )
         t.add_row(f"max / p99 wait (h), {bucket}", *cells)
+    return t
+
+
+_SWEEP_COLUMNS = (
+    ("completed", "completed", "{:,.0f}"),
+    ("avg_wait_s", "avg wait (h)", "h"),
+    ("max_wait_s", "max wait (h)", "h"),
+    ("avg_jct_s", "avg JCT (h)", "h"),
+    ("p99_jct_s", "p99 JCT (h)", "h"),
+    ("gpu_utilization", "GPU util", "{:.1%}"),
+    ("idle_allocated_gpu_hours", "idle alloc GPU-h", "{:,.1f}"),
+    ("preemptions", "preemptions", "{:,.0f}"),
+    ("lost_gpu_hours", "lost GPU-h", "{:,.1f}"),
+)
+
+
+def sweep_table(rows: Sequence[dict[str, Any]]) -> Table:
+    """One line per sweep point (policy, load, seed) with its main summary figures and wall time."""
+    t = Table(title="gangsched simulate --sweep (load: arrival rate x L)")
+    for name in ("policy", "load", "seed"):
+        t.add_column(name, justify="left" if name == "policy" else "right")
+    for _, name, _ in _SWEEP_COLUMNS:
+        t.add_column(name, justify="right")
+    t.add_column("wall (s)", justify="right")
+    for row in rows:
+        s = row["summary"]
+        cells = [_fmt(s.get(key), how) for key, _, how in _SWEEP_COLUMNS]
+        cells[0] = f"{s['completed']:,}/{s['jobs']:,}"
+        t.add_row(row["policy"], f"{row['load']:g}", str(row["seed"]), *cells, f"{row['wall_s']:.1f}")
     return t
 
 
