@@ -30,7 +30,12 @@ def pdb(min_available: int | str | None = None, max_unavailable: int | str | Non
     )
 
 
+def no_spec() -> Any:
+    return policy_v1.PodDisruptionBudget(metadata=meta_v1.ObjectMeta(name="b", namespace="default"))
+
+
 FOUR_RUNNING = [pod(f"p{i}", {"app": "a"}) for i in range(4)]
+FIFTEEN_RUNNING = [pod(f"p{i}", {"app": "a"}) for i in range(15)]
 THREE_RUNNING_ONE_PENDING = [*FOUR_RUNNING[:3], pod("p3", {"app": "a"}, node=None)]
 
 
@@ -47,6 +52,14 @@ THREE_RUNNING_ONE_PENDING = [*FOUR_RUNNING[:3], pod("p3", {"app": "a"}, node=Non
         (pdb(max_unavailable=1), THREE_RUNNING_ONE_PENDING, 0),  # the pending one is already unavailable
         (pdb(min_available=2), [*FOUR_RUNNING[:2], pod("x", {"app": "a"}, phase="Succeeded")], 0),
         (pdb(min_available=1), [pod("other", {"app": "b"})], 0),
+        (pdb(min_available="67%"), FIFTEEN_RUNNING, 4),  # ceil(10.05) = 11 of 15 must stay
+        (pdb(max_unavailable="100%"), FOUR_RUNNING, 4),  # desiredHealthy max(0, 4 - 4) = 0
+        (pdb(max_unavailable=6), FOUR_RUNNING, 4),  # desiredHealthy clamps at 0, not below
+        (pdb(), FOUR_RUNNING, 0),  # neither field: desiredHealthy 0 but expectedCount 0 -> 0
+        (no_spec(), FOUR_RUNNING, 0),
+        (pdb(min_available="3"), FOUR_RUNNING, 0),  # a string must be a percentage: the sync fails -> 0
+        (pdb(max_unavailable="x%"), FOUR_RUNNING, 0),
+        (pdb(max_unavailable="1"), FOUR_RUNNING, 0),
     ],
     ids=[
         "min-int",
@@ -59,6 +72,14 @@ THREE_RUNNING_ONE_PENDING = [*FOUR_RUNNING[:3], pod("p3", {"app": "a"}, node=Non
         "pending-not-healthy",
         "finished-not-healthy",
         "selector-misses",
+        "min-percent-rounds-up-above-an-integer",
+        "max-percent-all",
+        "max-above-count",
+        "neither-field",
+        "no-spec",
+        "min-string-not-percent",
+        "max-percent-malformed",
+        "max-string-not-percent",
     ],
 )
 def test_disruptions_allowed(budget: Any, pods: list[Any], allowed: int) -> None:
@@ -141,3 +162,33 @@ def test_already_disrupted_pods_do_not_spend_the_budget() -> None:
     violating, fine = split_by_violation([Unit([pods[0]]), Unit([pods[1]])], budgets([budget_obj], pods))
     assert [u.pod_objects[0].metadata.name for u in fine] == ["p0"]
     assert [(u.pod_objects[0].metadata.name, n) for u, n in violating] == [("p1", 1)]
+
+
+def test_an_unlabelled_pod_does_not_end_the_units_check() -> None:
+    """filterPodsWithPDBViolation skips a pod without labels and goes on with the unit's other pods."""
+    pods = [pod("bare", {}), pod("p0", {"app": "a"})]
+    (budget,) = budgets([pdb(min_available=1)], pods)  # 1 healthy, 1 desired: nothing may go
+    unit = Unit([pods[0], pods[1]])
+    assert split_by_violation([unit], [budget]) == ([(unit, 1)], [])
+
+
+def test_every_budget_is_checked_after_one_that_does_not_select_the_pod() -> None:
+    """A budget of another namespace or selector is skipped; the next budget still counts the pod."""
+    pods = [pod("p0", {"app": "a"})]
+    other = pdb(min_available=0)
+    other.metadata.namespace = "elsewhere"
+    other_selector = pdb(min_available=0)
+    other_selector.spec.selector = meta_v1.LabelSelector(matchLabels={"app": "b"})
+    tight = budgets([other, other_selector, pdb(min_available=1)], pods)
+    unit = Unit(pods)
+    assert split_by_violation([unit], tight) == ([(unit, 1)], [])
+
+
+def test_a_pod_already_disrupted_for_one_budget_still_spends_the_next() -> None:
+    pods = [pod("p0", {"app": "a"}), pod("p1", {"app": "a"})]
+    loose, tight = pdb(min_available=0), pdb(min_available=2)
+    loose.status = policy_v1.PodDisruptionBudgetStatus(
+        currentHealthy=2, desiredHealthy=0, disruptionsAllowed=2, expectedPods=2, disruptedPods={"p0": "x"}
+    )
+    unit = Unit([pods[0]])
+    assert split_by_violation([unit], budgets([loose, tight], pods)) == ([(unit, 1)], [])

@@ -123,3 +123,33 @@ def test_importance_groups_before_lone_pods_bigger_groups_first() -> None:
         _pod("lone", 1),
     ]
     assert [names for names, _, _ in _units(docs)] == [["b1", "b2"], ["s"], ["lone"]]
+
+
+def test_a_group_of_priority_zero_is_below_a_preemptor_of_priority_one() -> None:
+    docs = [_group("g", 0), _pod("a", 0, "g")]
+    assert _units(docs, below=1) == [(["a"], 0, None)]
+
+
+def test_pods_of_a_deleted_group_at_the_preemptors_priority_are_out_of_reach() -> None:
+    """Running pods whose PodGroup is gone are single units at their own priority, and only those strictly
+    below the preemptor's are candidates (upstream's `< preemptor priority`), as for any pod."""
+    docs = [_pod("equal", 5, "gone"), _pod("under", 4, "gone")]
+    assert _units(docs, below=5) == [(["under"], 4, None)]
+
+
+def test_a_cycle_of_composites_ends_the_walk_up() -> None:
+    """A parent cycle is invalid input, but units are still collected (and the walk terminates)."""
+    docs = [
+        _composite("x", "all", parent="y"),
+        _composite("y", "single", parent="x"),
+        _group("g", 3, parent="x"),
+        _pod("a", 3, "g"),
+    ]
+    assert _units(docs) == [(["a"], 3, ("CompositePodGroup", "default", "x"))]
+
+
+def test_a_bound_key_without_a_pod_is_skipped_not_the_end() -> None:
+    objs = load_objects([_pod("a", 1), _pod("b", 2)], "test", FeatureGates(), check=False)
+    infos = {(o.metadata.namespace, o.metadata.name): pod_info(o, i) for i, o in enumerate(objs)}
+    units = collect_units([("default", "gone"), *infos], infos, Objects(objs))
+    assert sorted(pi.key[1] for u in units for pi in u.pods) == ["a", "b"]

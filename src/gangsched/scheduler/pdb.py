@@ -37,12 +37,13 @@ def selector_matches(selector: Any, labels: Mapping[str, str]) -> bool:
 
 
 def _scaled(value: int | str, total: int) -> int | None:
-    """intstr.GetScaledValueFromIntOrPercent with roundUp=true; None for a malformed value."""
+    """intstr.GetScaledValueFromIntOrPercent with roundUp=true; None where it fails: a string that is not
+    a percentage ("3" as well as "x%"), which the controller answers with disruptionsAllowed 0 (failSafe)."""
     if isinstance(value, int):
         return value
     m = _PERCENT.match(value)
     if m is None:
-        return int(value) if value.isdigit() else None
+        return None
     return math.ceil(int(m.group(1)) * total / 100)
 
 
