@@ -25,9 +25,32 @@ from .evaluator import Evaluator
 from .plugins import BoolArray
 from .snapshot import CPU, MEMORY, Snapshot
 
-__all__ = ["Placement", "adaptive_placement_limit", "choose", "place_with_topology", "placements"]
+__all__ = [
+    "NO_PLACEMENTS",
+    "Placement",
+    "adaptive_placement_limit",
+    "choose",
+    "place_with_topology",
+    "placements",
+    "several_domains",
+]
 
 MAX_SCORE = 100
+# RunPlacementGeneratePlugins when the plugin generates no placement: no node in the parent placement (or in
+# the domain members already run in) carries the key. Unschedulable, without errPodGroupUnschedulable.
+NO_PLACEMENTS = "no feasible placements found"
+
+
+def several_domains(domains: set[str]) -> str:
+    """TopologyPlacement's error for members already running in more than one domain (an Error status).
+    Upstream names the first two domains in the order it meets the running pods; here in sorted order."""
+    first, second = sorted(domains)[:2]
+    return (
+        "cannot determine domain for already scheduled pods: "
+        f"more than 1 domain found for pod group: {first}, {second}"
+    )
+
+
 Int64Array = npt.NDArray[np.int64]
 
 
@@ -168,15 +191,12 @@ def place_with_topology(
     On success the reservations stay (undo with `result.revert`); otherwise the snapshot is unchanged."""
     snap = ev.snap
     if len(fixed_domains) > 1:
-        domains = ", ".join(sorted(fixed_domains))
-        return GroupResult(
-            Code.ERROR, f"pods of the group are already scheduled in several {key} domains: {domains}"
-        )
+        return GroupResult(Code.ERROR, several_domains(fixed_domains))
     options = placements(ev, key, candidates)
     if fixed_domains:
         options = [p for p in options if p.value in fixed_domains]
     if not options:
-        return GroupResult(Code.UNSCHEDULABLE, "0/0 placements are available")
+        return GroupResult(Code.UNSCHEDULABLE, NO_PLACEMENTS, cycle_message=NO_PLACEMENTS)
     first: GroupResult | None = None
     # The per-domain capacity sums know nothing of nominated pods, nor of what the pods-stage plugins read
     # (ports, spread, pod affinity, also among the members): then every placement runs the real cycle.

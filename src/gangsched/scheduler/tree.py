@@ -27,7 +27,15 @@ from .cycle import (
 from .evaluator import Evaluator
 from .plugins import BoolArray
 from .podinfo import PodInfo
-from .topology import Placement, choose, most_allocated, place_with_topology, placements
+from .topology import (
+    NO_PLACEMENTS,
+    Placement,
+    choose,
+    most_allocated,
+    place_with_topology,
+    placements,
+    several_domains,
+)
 
 __all__ = ["GroupKey", "TreeNode", "TreeResult", "evaluate"]
 
@@ -74,6 +82,11 @@ def _from_group(node: TreeNode, r: GroupResult) -> TreeResult:
     )
 
 
+def _whole_tree(node: TreeNode, code: Code, message: str) -> TreeResult:
+    """A composite that failed before any child was tried (its placements could not be generated)."""
+    return TreeResult(code, message, per_group={node.key: (code, message)})
+
+
 def _composite_feasibility(node: TreeNode, scheduled: int, remaining: int) -> tuple[Code, str]:
     # upstream's GangScheduling plugin checks a composite too, with minGroupCount in its minCount message
     return min_count_feasibility(node.min_count if node.gang else 1, scheduled, remaining)
@@ -98,7 +111,8 @@ def _children(ev: Evaluator, node: TreeNode, nodes: BoolArray | None, use_limit:
         result.per_group.update(r.per_group)
         result.failures.update(r.failures)
         if r.code == Code.ERROR:
-            result.code, result.message = Code.ERROR, r.message
+            message = f"composite pod group evaluation failed due to child error: {r.message}"
+            result.code, result.message = Code.ERROR, message
             break
         if r.code == Code.SUCCESS:
             scheduled += 1
@@ -129,9 +143,13 @@ def evaluate(
         return _from_group(node, group)
     if not node.topology_key:
         return _children(ev, node, candidates, use_limit)
+    if len(node.fixed_domains) > 1:
+        return _whole_tree(node, Code.ERROR, several_domains(node.fixed_domains))
     options: list[Placement] = placements(ev, node.topology_key, candidates)
     if node.fixed_domains:
         options = [p for p in options if p.value in node.fixed_domains]
+    if not options:
+        return _whole_tree(node, Code.UNSCHEDULABLE, NO_PLACEMENTS)
     first: TreeResult | None = None
     feasible: list[tuple[int, TreeResult]] = []
     scores: list[tuple[int, int]] = []
@@ -146,15 +164,13 @@ def evaluate(
             feasible.append((i, r))
             r.revert()
     if not feasible:
-        message = f"0/{len(options)} placements are available"
-        if first is not None:
-            first_status = GROUP_UNSCHEDULABLE if first.wrapped else first.message  # its AsError()
-            message += f", first placement status: {first_status}"
-        message = group_unschedulable(message)
-        out = first or TreeResult(Code.UNSCHEDULABLE, message)
-        out.code, out.message = Code.UNSCHEDULABLE, message
-        out.per_group[node.key] = (out.code, message)
-        return out
+        assert first is not None  # options is not empty
+        first_status = GROUP_UNSCHEDULABLE if first.wrapped else first.message  # its AsError()
+        reasons = f"0/{len(options)} placements are available, first placement status: {first_status}"
+        # the first placement's subtree is reported, under the root's status
+        first.code, first.message, first.wrapped = Code.UNSCHEDULABLE, group_unschedulable(reasons), True
+        first.per_group[node.key] = (first.code, first.message)
+        return first
     pods = np.array([p for p, _ in scores], dtype=np.int64)
     most = np.array([m for _, m in scores], dtype=np.int64)
     _, best = feasible[choose(pods, most, ev)]
