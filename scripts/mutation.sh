@@ -7,7 +7,7 @@
 # whole decision core. Runs in a fresh copy of the tree (.mutation/, kept afterwards so that
 # `cd .mutation && ../.venv/bin/mutmut show NAME` shows a survivor), one test process at a time under nice -n 19,
 # the tests being those of [tool.mutmut] in pyproject.toml. Prints each module's score: mutants killed (a
-# timeout counts as killed) over mutants judged.
+# timeout counts as killed) over mutants judged; a mutant no test reaches counts as a survivor.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || "${PYTHON:-python3}" -m venv .venv
@@ -39,6 +39,11 @@ export HYPOTHESIS_PROFILE=broken
 nice -n 19 ../.venv/bin/mutmut run --max-children 1 >mutmut.log 2>&1 || true
 if grep -q "failed to collect stats\|Traceback" mutmut.log; then tr '\r' '\n' <mutmut.log | tail -30; exit 1; fi
 nice -n 19 ../.venv/bin/mutmut results --all true >results.txt
+# every survivor's diff in one file, kept with the copy (the next run starts afresh)
+grep -E ": (survived|no tests)$" results.txt | sed 's/: .*//' | while read -r name; do
+  echo "=== $name"
+  ../.venv/bin/mutmut show "$name" 2>/dev/null | grep '^[-+][^-+]' || true
+done >survivors.txt
 python3 - "${modules[@]}" <<'PY'
 import collections, re, sys
 counts = collections.defaultdict(collections.Counter)
@@ -47,13 +52,14 @@ for line in open("results.txt"):
     if m:
         module = "plugins" if m.group(1) else m.group(2)
         counts[module][m.group(3).strip()] += 1
-print(f"{'module':<12} {'killed':>7} {'survived':>9} {'timeout':>8} {'other':>6} {'score':>6}")
+print(f"{'module':<12} {'killed':>7} {'survived':>9} {'no tests':>9} {'timeout':>8} {'other':>6} {'score':>6}")
 for module in sys.argv[1:]:
     c = counts[module]
-    killed, survived, timeout = c["killed"], c["survived"], c["timeout"]
-    other = sum(c.values()) - killed - survived - timeout
-    judged = killed + survived + timeout
+    killed, survived, untested, timeout = c["killed"], c["survived"], c["no tests"], c["timeout"]
+    other = sum(c.values()) - killed - survived - untested - timeout
+    # a mutant no test reaches is as alive as one that survives its tests
+    judged = killed + survived + untested + timeout
     score = f"{100 * (killed + timeout) / judged:.0f}%" if judged else "-"
-    print(f"{module:<12} {killed:>7} {survived:>9} {timeout:>8} {other:>6} {score:>6}")
-print("survivors: cd .mutation && ../.venv/bin/mutmut results; ../.venv/bin/mutmut show NAME")
+    print(f"{module:<12} {killed:>7} {survived:>9} {untested:>9} {timeout:>8} {other:>6} {score:>6}")
+print("survivors and their diffs: .mutation/survivors.txt (or cd .mutation && ../.venv/bin/mutmut show NAME)")
 PY
