@@ -4,6 +4,7 @@ below minCount held at PreEnqueue with upstream's message, GPU counts from the p
 
 from __future__ import annotations
 
+import datetime as dt
 from html.parser import HTMLParser
 from typing import Any
 
@@ -11,8 +12,11 @@ import yaml
 
 from gangsched.api.gates import FeatureGates
 from gangsched.live.dashboard import DashboardView, gpu_use, render_dashboard
+from gangsched.live.recovery import GangRecovery
 from gangsched.scheduler import Profile, Scheduler, run_until_stable
+from gangsched.scheduler.recovery import Recovery
 from gangsched.store import Store
+from gangsched.store.store import EPOCH
 
 from .scenarios.harness import load_objects
 
@@ -169,3 +173,28 @@ def test_before_sync_and_standing_by() -> None:
 def test_names_are_escaped() -> None:
     page = render_dashboard(DashboardView(Store(), None, "<b>x</b>", leading=True))
     assert "<b>x</b>" not in page and "&lt;b&gt;x&lt;/b&gt;" in page
+
+
+def test_a_gang_stalled_after_a_loss() -> None:
+    """Gang a (2 x 3 GPUs, minCount 2) loses a-1 at t=100 under release-after:600; at t=130 the page says it
+    is held without progress since then, with 3 GPUs in place, released at t=700."""
+    store, scheduler = scheduled_store()
+    recovery = GangRecovery(store, Recovery.parse("release-after:600"), scheduler_name="gangsched")
+    recovery.observe(50.0)
+    store.delete("Pod", ("ml", "a-1"))
+    recovery.observe(100.0)
+    now = EPOCH + dt.timedelta(seconds=130)
+    page = render_dashboard(
+        DashboardView(store, scheduler, "gangsched", leading=True, recovery=recovery), now
+    )
+    got = tables(page)
+    gangs = {row[0]: dict(zip(got["gangs"][0], row, strict=True)) for row in got["gangs"][1:]}
+    assert gangs["ml/a"]["state"] == "stalled"
+    since = (EPOCH + dt.timedelta(seconds=100)).strftime("%H:%M:%S")
+    release = (EPOCH + dt.timedelta(seconds=700)).strftime("%H:%M:%S")
+    assert gangs["ml/a"]["after a loss"] == (
+        f"held without progress since {since} UTC (30s, 3 GPUs in place): recovery release-after:600, "
+        f"released at {release} UTC"
+    )
+    assert gangs["ml/b"]["after a loss"] == "-"  # b was never whole: nothing lost
+    assert "recovery policy release-after:600" in page

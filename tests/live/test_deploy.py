@@ -11,10 +11,12 @@ wheel, with the in-cluster configuration (tests/live/deployment.py), and
 
 from __future__ import annotations
 
+import base64
 import copy
 import os
 import secrets
 import shutil
+import struct
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -592,11 +594,11 @@ def test_the_dashboard_in_a_browser(
     _, port = replicas.start(f"--scheduler-name={name}", "--no-leader-elect")
     wait_for("ready", lambda: _get(f"http://127.0.0.1:{port}/readyz")[0] == 200, 60)
     h.group("train", 2)  # 2 x 8 GPUs: both nodes, runs
-    h.group("tune", 2)  # 2 x 4 GPUs: nothing left, waits
+    h.group("tune", 2)  # 2 x 8 GPUs: nothing left, waits (and still when 8 are freed below)
     h.group("eval", 3)  # 1 pod of 3: held at PreEnqueue
     for i in range(2):
         _gpu_pod(h, f"train-{i}", "train", 8, name)
-        _gpu_pod(h, f"tune-{i}", "tune", 4, name)
+        _gpu_pod(h, f"tune-{i}", "tune", 8, name)
     _gpu_pod(h, "eval-0", "eval", 1, name)
     wait_for("train bound", lambda: h.outcome().bound.get("train-0") and h.outcome().bound.get("train-1"))
     # A kubelet would report one member running; the other is still starting: the gang is below minCount
@@ -641,12 +643,42 @@ def test_the_dashboard_in_a_browser(
 
     wait_for("both running: progressing", lambda: browser.get(url) or mine() == [["8", "0", "8", "0"]] * 2)
     assert {r[0].split("/")[1]: r[1] for r in rows("gangs")}["train"] == "running"
+
+    # A member fails after admission: under the deployed recovery policy (wait) the gang is held without
+    # progress until a replacement is bound, and the page says since when.
+    kube_client.patch(Pod.Status, "train-1", {"status": {"phase": "Failed"}}, namespace=h.namespace,
+                      patch_type=PatchType.MERGE)  # fmt: skip
+
+    def train() -> list[str]:
+        return {r[0].split("/")[1]: r for r in rows("gangs")}.get("train", [])
+
+    wait_for("train stalled", lambda: browser.get(url) or (train()[1:2] == ["stalled"]))
+    assert train()[7].startswith("held without progress since ") and "recovery wait" in train()[7], train()
+    assert "recovery policy wait" in browser.page_source
+    # The 8 GPUs train-1 held are free; train-0's 8 are held without progress; tune (16) still waits.
+    wait_for(
+        "train-1's GPUs freed",
+        lambda: browser.get(url) or mine() == [["8", "0", "0", "8"], ["8", "8", "0", "0"]],
+    )
+    assert [r[2] for r in rows("queue")] == [f"{h.namespace}/tune"]
+
+    # The whole page, not the window: the GPU table is below the fold at 1400 x 1000.
+    height = browser.execute_script("return document.documentElement.scrollHeight")
+    width = browser.execute_script("return document.documentElement.scrollWidth")
+    png = base64.b64decode(browser.execute_cdp_cmd("Page.captureScreenshot", {
+        "format": "png", "captureBeyondViewport": True,
+        "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1},
+    })["data"])  # fmt: skip
     shot = tmp_path / "dashboard.png"
-    assert browser.save_screenshot(str(shot))
+    shot.write_bytes(png)
     artifacts = Path(os.environ.get("GANGSCHED_ARTIFACTS", Path(__file__).resolve().parents[2] / "out"))
     artifacts.mkdir(parents=True, exist_ok=True)
     shutil.copy(shot, artifacts / "dashboard.png")
-    assert shot.stat().st_size > 10_000
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    # IHDR: width and height in device pixels, as big-endian 32-bit integers at bytes 16-24
+    png_width, png_height = struct.unpack(">II", png[16:24])
+    ratio = browser.execute_script("return window.devicePixelRatio")
+    assert png_height >= height * ratio, (png_width, png_height, height, ratio)
 
 
 def test_the_pod_template_passes_restricted_pod_security(

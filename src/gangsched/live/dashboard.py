@@ -5,7 +5,9 @@
 Three sections, from the scheduler's own state (the same Store and queue it decides from, nothing fetched):
 - the queue in the order roots are tried (priority, then creation), with positions, where each waits
   (active, backoff, unschedulable, in-flight) and why; pods held at PreEnqueue below it, with their reason;
-- each gang (PodGroup with pods of ours): bound / minCount / pods, its state and condition message; for a
+- each gang (PodGroup with pods of ours): bound / minCount / pods, its state and condition message; a gang
+  held without progress after losing members (live/recovery.py) is `stalled`, with since when, the GPUs it
+  holds and what the recovery policy does next; for a
   waiting gang, what `gangsched explain` says (scheduler/explain.py: failing checks, shortfall, what would be
   evicted, queue position) and its estimated start from the conservative plan of the queue (the first
   EXPLAIN_LIMIT waiting gangs in queue order: explaining runs the core dry, so it is bounded per page);
@@ -30,8 +32,10 @@ from ..scheduler import Scheduler
 from ..scheduler.explain import explain, queue_order
 from ..scheduler.explain import render as render_explanation
 from ..scheduler.podinfo import is_terminal
+from ..scheduler.recovery import release_at
 from ..scheduler.resources import pod_requests
 from ..store.store import EPOCH, Store
+from .recovery import GangRecovery, is_gpu_resource
 
 __all__ = ["EXPLAIN_LIMIT", "DashboardView", "GpuUse", "gpu_use", "render_dashboard"]
 
@@ -45,6 +49,7 @@ class DashboardView:
     scheduler: Scheduler | None  # None until the informers have synced
     scheduler_name: str
     leading: bool
+    recovery: GangRecovery | None = None  # None until synced (or in tests without it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,10 +66,6 @@ class GpuUse:
         return max(0, self.total - self.progressing - self.idle)
 
 
-def _is_gpu(resource: str) -> bool:
-    return "/" in resource and resource.rsplit("/", 1)[1] == "gpu"
-
-
 def _gang_min_count(store: Store, group: tuple[str, str]) -> int:
     pg = store.get("PodGroup", group)
     gang = pg.spec.schedulingPolicy.gang if pg is not None else None
@@ -79,7 +80,7 @@ def gpu_use(store: Store) -> list[GpuUse]:
     for pod in store.list("Pod"):
         if not pod.spec.nodeName or is_terminal(pod):
             continue
-        gpus = {r: v for r, v in pod_requests(pod.spec).items() if _is_gpu(r) and v}
+        gpus = {r: v for r, v in pod_requests(pod.spec).items() if is_gpu_resource(r) and v}
         group = _group_of(pod)
         is_running = pod.status is not None and pod.status.phase == "Running"
         if group is not None and is_running:
@@ -96,7 +97,7 @@ def gpu_use(store: Store) -> list[GpuUse]:
     out = []
     for node in sorted(store.list("Node"), key=lambda n: n.metadata.name):
         allocatable = (node.status.allocatable if node.status else None) or {}
-        total = sum(milli(v) for r, v in allocatable.items() if _is_gpu(r)) // 1000
+        total = sum(milli(v) for r, v in allocatable.items() if is_gpu_resource(r)) // 1000
         progressing, idle = used.get(node.metadata.name, [0, 0])
         if total or progressing or idle:
             out.append(GpuUse(node.metadata.name, total, progressing, idle))
@@ -236,16 +237,42 @@ def _gang_section(view: DashboardView, now: dt.datetime) -> str:
             else f"{cond.status}/{cond.reason}" + (f": {cond.message}" if cond.message else "")
         )
         why, eta = explained.get(group, ("-", "-")) if state in ("pending", "gated") else ("-", "-")
+        stalled = _stalled(view.recovery, group, now)
+        if stalled:
+            state = "stalled"
         rows.append([
             _e(f"{group[0]}/{group[1]}"), f'<span class="state {state}">{state}</span>',
             f"{bound} / {min_count} / {len(pods)}", str(running), _e(message), why, _e(eta),
+            _e(stalled or "-"),
         ])  # fmt: skip
+    headers = ["gang", "state", "bound / minCount / pods", "running", "condition", "explanation", "ETA",
+               "after a loss"]  # fmt: skip
     return _table(
-        ["gang", "state", "bound / minCount / pods", "running", "condition", "explanation", "ETA"],
+        headers,
         rows,
         "No gang has pods for this scheduler.",
         "gangs",
     )
+
+
+def _stalled(recovery: GangRecovery | None, group: tuple[str, str], now: dt.datetime) -> str:
+    """'held without progress since ...' for a gang stalled after losing members, else ''."""
+    since = recovery.stalled_since(group) if recovery is not None else None
+    if recovery is None or since is None:
+        return ""
+    state = recovery.gangs[group]
+    at = EPOCH + dt.timedelta(seconds=since)
+    held = max(0.0, (now - at).total_seconds())
+    text = (
+        f"held without progress since {at.strftime('%H:%M:%S')} UTC ({held:.0f}s, {state.gpus:g} GPUs "
+        f"in place): recovery {recovery.recovery.name}"
+    )
+    release = release_at(recovery.recovery, since)
+    if release is not None:
+        text += f", released at {(EPOCH + dt.timedelta(seconds=release)).strftime('%H:%M:%S')} UTC"
+    else:
+        text += ", waiting for replacements"
+    return text
 
 
 def _gpu_section(view: DashboardView) -> str:
@@ -274,6 +301,7 @@ table{border-collapse:collapse;margin:.4em 0}th,td{border:1px solid #ccc;padding
 vertical-align:top}th{background:#f0f0f0}.meta{color:#555}.empty{color:#777;font-style:italic}
 .state{padding:0 .4em;border-radius:3px;background:#eee}.state.active,.state.running{background:#cfe8cf}
 .state.unschedulable,.state.gated,.state.pending{background:#f6dcc0}.state.admitted{background:#d6e4f5}
+.state.stalled{background:#f3c0c0}
 .bar{width:16em;height:1em;display:flex;border:1px solid #999}.bar span{display:block;height:100%}
 .bar .progressing{background:#3a8f3a}.bar .idle{background:#e0a030}.bar .free{background:#e8e8e8}
 """
@@ -291,7 +319,8 @@ def render_dashboard(view: DashboardView, now: dt.datetime | None = None) -> str
         f"<h1>gangsched <code>{_e(view.scheduler_name)}</code></h1>"
         f'<p class="meta">This replica is {_e(role)}, {synced}; '
         f"{view.store.count('Node')} nodes, {view.store.count('Pod')} pods; "
-        f"rendered {now.strftime('%Y-%m-%d %H:%M:%S')} UTC. Read-only.</p>"
+        + (f"recovery policy {_e(view.recovery.recovery.name)}; " if view.recovery is not None else "")
+        + f"rendered {now.strftime('%Y-%m-%d %H:%M:%S')} UTC. Read-only.</p>"
         f'<h2 id="queue">Queue</h2>{_queue_section(view)}'
         f'<h2 id="gangs">Gangs</h2>{_gang_section(view, now)}'
         f'<h2 id="gpus">GPUs per node</h2>{_gpu_section(view)}'

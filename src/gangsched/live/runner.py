@@ -412,6 +412,7 @@ async def run(options: RunOptions) -> int:
             live.scheduler if live.synced else None,
             options.scheduler_name,
             leading=elector is None or elector.leading,
+            recovery=live.recovery if live.synced else None,
         )
         return render_dashboard(view)
 
