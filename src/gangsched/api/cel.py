@@ -23,11 +23,16 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
 
-import cel
-
 from .quantity import QuantityError, milli, parse_quantity
 
 __all__ = ["CelError", "DeviceView", "compile_selector", "device_context", "evaluate", "maps_used"]
+
+def _cel() -> Any:
+    """The library, imported on first use: its package imports its own command line (prompt_toolkit,
+    typer), a quarter of a second that every `gangsched` run without a CEL selector would pay."""
+    import cel
+
+    return cel
 
 
 class CelError(Exception):
@@ -42,7 +47,7 @@ _DOMAIN_LOOKUP = re.compile(r"device\s*\.\s*(attributes|capacity)\s*\[\s*[\"']([
 def compile_selector(expression: str) -> tuple[Any, frozenset[tuple[str, str]]]:
     """(program, the (map, domain) pairs it looks up by literal). Cached: claims of one template share it."""
     try:
-        program = cel.compile(expression)
+        program = _cel().compile(expression)
     except Exception as e:  # the library raises ValueError/RuntimeError subclasses for syntax errors
         message = str(e).splitlines()[0]
         # The library prefixes cel-go's own message ("ERROR: <input>:1:17: Syntax error: ...") with this.
@@ -159,7 +164,7 @@ def device_context(view: DeviceView, lookups: frozenset[tuple[str, str]], needs:
     for which, domain in lookups:
         maps[which].setdefault(domain, {})
     device = {"driver": view.driver, "allowMultipleAllocations": view.multi, **maps}
-    return cel.Context(variables={"device": device}, functions=_FUNCTIONS)
+    return _cel().Context(variables={"device": device}, functions=_FUNCTIONS)
 
 
 def maps_used(expression: str) -> frozenset[str]:
