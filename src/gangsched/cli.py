@@ -8,10 +8,9 @@ import json
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
 
 from . import __version__
 from .api.errors import Problem
@@ -24,8 +23,12 @@ from .schedule import schedule_objects, settle
 from .scheduler.backfill import BackfillSettings
 from .scheduler.policy import QUEUE_POLICIES
 from .scheduler.recovery import Recovery
-from .sim.delays import Delay
-from .sim.failures import FailureEvent, FailurePlan
+
+if TYPE_CHECKING:  # imported where used: `schedule` and `validate` need neither (0.05-0.1 s of each start)
+    from rich.console import Console
+
+    from .sim.delays import Delay
+    from .sim.failures import FailureEvent
 
 GATES_HELP = (
     "Kubernetes-style A=true,B=false. Gates: "
@@ -250,6 +253,8 @@ def schedule(
     elif output == "yaml":
         click.echo(as_yaml(store), nl=False)
     else:
+        from rich.console import Console
+
         Console().print(as_table(store))
 
 
@@ -321,10 +326,19 @@ def explain(
 def demo(seed: int) -> None:
     """The 8-GPU story: pod-by-pod vs gang scheduling, side by side, then over a day of virtual time (GPU time
     each wastes), no cluster needed."""
+    from rich.console import Console
+
     from .demo import run_day, run_demo
     from .demo.render import render
 
     Console().print(render(run_demo(seed=seed), run_day(seed=seed)))
+
+
+def _sim() -> Any:
+    """The simulator package, imported when a simulate option is parsed."""
+    from . import sim
+
+    return sim
 
 
 def _duration_option(_ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
@@ -381,7 +395,7 @@ def _sizes(text: str) -> dict[int, float]:
     "--startup-delay",
     default="0",
     show_default=True,
-    callback=_parse_with(lambda v: Delay.parse(v)),
+    callback=_parse_with(lambda v: _sim().Delay.parse(v)),
     help="Pod start-up delay: SECONDS, const:S, exp:MEAN, uniform:LO,HI.",
 )
 @click.option("--checkpoint", callback=_duration_option, help="Checkpoint every so much progress (1h).")
@@ -389,7 +403,7 @@ def _sizes(text: str) -> dict[int, float]:
     "--fail",
     "fail_events",
     multiple=True,
-    callback=_parse_with(lambda v: FailureEvent.parse(v)),
+    callback=_parse_with(lambda v: _sim().FailureEvent.parse(v)),
     help="TIME:start|exit|node:TARGET (pod or node name). Repeatable.",
 )
 @click.option("--fail-start-p", type=float, default=0.0, help="Probability a member fails to start.")
@@ -466,8 +480,11 @@ def simulate(
     allocated without progress, fragmentation, failures and lost work. Jobs come from manifests (arrival:
     creationTimestamp, else input order 1 s apart; run time: the gangsched.io/duration annotation) or from
     a trace."""
+    from rich.console import Console
+
     from .sim.command import SimInputError, SimRequest
     from .sim.command import simulate as run_simulation
+    from .sim.failures import FailurePlan
     from .sim.output import plot, table
     from .sim.simulation import SimOptions
 
