@@ -27,6 +27,7 @@ from .quantity import QuantityError, milli, parse_quantity
 
 __all__ = ["CelError", "DeviceView", "compile_selector", "device_context", "evaluate", "maps_used"]
 
+
 def _cel() -> Any:
     """The library, imported on first use: its package imports its own command line (prompt_toolkit,
     typer), a quarter of a second that every `gangsched` run without a CEL selector would pay."""

@@ -59,6 +59,7 @@ __all__ = [
 ]
 
 ScoringStrategy = str  # "LeastAllocated" (upstream default) or "MostAllocated"
+_max = np.maximum.reduce  # ndarray.max without its Python wrapper: find_node calls it for every pod
 _MAX_CHANGE_LOG = 200_000
 STATIC, RESOURCES, PODS, CLAIMS = "static", "resources", "pods", "claims"
 
@@ -487,16 +488,16 @@ class Evaluator:
         ):
             # Only the resource scores count and every node the class fits is feasible: the best of
             # `masked`, ties broken as below (same count of tied nodes, in node order).
-            top = masked.max() if masked.size else -1
+            top = _max(masked) if masked.size else -1
             if top < 0:
                 return self._failure(c, None, candidates, pi)
-            best = np.flatnonzero(masked == top)
+            best = (masked == top).nonzero()[0]
             pick = int(best[0] if best.size == 1 else best[self.rng.integers(best.size)])
             return pick if scope is None else int(scope[pick])
         feasible = masked >= 0
         if layer is not None:
             feasible &= layer.ok if scope is None else layer.ok[scope]
-        idx = np.flatnonzero(feasible)
+        idx = feasible.nonzero()[0]
         if idx.size == 0:
             return self._failure(c, layer, candidates, pi)
         nodes = idx if scope is None else scope[idx]
@@ -507,7 +508,7 @@ class Evaluator:
             dra = self.claims.scores(pi, nodes)
             if dra is not None:
                 total += DRA_WEIGHT * dra
-        best = np.flatnonzero(total == total.max())
+        best = (total == _max(total)).nonzero()[0]
         return int(nodes[best[0] if best.size == 1 else best[self.rng.integers(best.size)]])
 
     def _pods_scores_skip(self, layer: _PodsLayer) -> bool:

@@ -53,11 +53,14 @@ class Taint:
 
 @dataclass(frozen=True, slots=True)
 class PodVector:
-    """What a pod takes from a node: (row, milli) pairs plus non-zero cpu/memory for scoring."""
+    """What a pod takes from a node: (row, milli) pairs plus non-zero cpu/memory for scoring, and its cpu
+    and memory requests again (0 when it asks for none), as the scores read them for every node they try."""
 
     rows: tuple[tuple[int, int], ...]
     nonzero_cpu: int
     nonzero_mem: int
+    cpu: int
+    memory: int
 
 
 def _allocatable(node: Any, seen: dict[tuple[tuple[str, Any], ...], dict[str, int]]) -> dict[str, int]:
@@ -144,7 +147,14 @@ class Snapshot:
     def vector(self, requests: dict[str, int], nonzero: tuple[int, int]) -> PodVector:
         rows = [(self._row(r), min(v, MAX_MILLI)) for r, v in requests.items() if v and r != "pods"]
         rows.append((PODS, 1000))
-        return PodVector(tuple(sorted(rows)), min(nonzero[0], MAX_MILLI), min(nonzero[1], MAX_MILLI))
+        by_row = dict(rows)
+        return PodVector(
+            tuple(sorted(rows)),
+            min(nonzero[0], MAX_MILLI),
+            min(nonzero[1], MAX_MILLI),
+            by_row.get(CPU, 0),
+            by_row.get(MEMORY, 0),
+        )
 
     # --- labels and taints -----------------------------------------------------------------------------
     def _init_labels(self, nodes: list[Any]) -> None:

@@ -146,8 +146,7 @@ def _fast(ev: Evaluator, attempt: GroupAttempt, key: str, options: list[Placemen
     placed = np.minimum(len(attempt.pods), cap)
     scheduled = attempt.scheduled + placed
     ok = (placed > 0) & (scheduled >= (attempt.min_count if attempt.gang else 1))
-    request = dict(c.vec.rows)
-    per_pod = np.array([[request.get(CPU, 0)], [request.get(MEMORY, 0)]], dtype=np.int64)
+    per_pod = np.array([[c.vec.cpu], [c.vec.memory]], dtype=np.int64)
     used = useds + placed * per_pod
     most = np.where(allocs > 0, np.minimum(used, allocs) * MAX_SCORE // np.maximum(allocs, 1), 0).sum(axis=0)
     index = np.flatnonzero(ok)
