@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 from lightkube import Client
-from lightkube.resources.core_v1 import Pod
+from lightkube.resources.core_v1 import Event, Pod
 from lightkube.types import PatchType
 
 from gangsched.live.controlplane import LocalControlPlane, ManagedProcess, free_port
@@ -679,6 +679,37 @@ def test_the_dashboard_in_a_browser(
     png_width, png_height = struct.unpack(">II", png[16:24])
     ratio = browser.execute_script("return window.devicePixelRatio")
     assert png_height >= height * ratio, (png_width, png_height, height, ratio)
+
+
+def test_recovery_restart_as_the_service_account(
+    kube_client: Client, replicas: Replicas, harness: Callable[[str, str], Harness], fake_kubelet: FakeKubelet
+) -> None:
+    """The deployed rules suffice for recovery (tests/live/test_recovery.py has every policy and failure): a
+    member of an admitted gang fails; under restart the replica deletes the other member and says why in an
+    Event on the PodGroup, with no request refused."""
+    name = _scheduler_name()
+    h = harness("recovery", name)
+    proc, port = replicas.start(f"--scheduler-name={name}", "--no-leader-elect", "--recovery=restart")
+    wait_for("ready", lambda: _get(f"http://127.0.0.1:{port}/readyz")[0] == 200, 60)
+    h.group("g", 2)
+    for i in range(2):
+        _gpu_pod(h, f"g-{i}", "g", 0, name)
+    wait_for("g bound", lambda: all(h.outcome().bound.get(f"g-{i}") for i in range(2)))
+    time.sleep(0.5)  # admitted once the replica has looked at it after binding
+    kube_client.patch(Pod.Status, "g-0", {"status": {"phase": "Failed"}}, namespace=h.namespace,
+                      patch_type=PatchType.MERGE)  # fmt: skip
+
+    def g1_deleted() -> bool:
+        pods = {p.metadata.name: p for p in kube_client.list(Pod, namespace=h.namespace)}
+        return "g-1" not in pods or pods["g-1"].metadata.deletionTimestamp is not None
+
+    wait_for("g-1 deleted by the restart", g1_deleted, 20)
+    wait_for(
+        "the GangRestart event",
+        lambda: any(e.reason == "GangRestart" for e in kube_client.list(Event, namespace=h.namespace)),
+        20,
+    )
+    assert "403" not in proc.log_tail(200), proc.log_tail(200)
 
 
 def test_the_pod_template_passes_restricted_pod_security(
