@@ -22,7 +22,6 @@ from lightkube import Client, codecs
 from lightkube.core.exceptions import ApiError
 from lightkube.models.meta_v1 import ObjectMeta
 from lightkube.resources.core_v1 import Namespace, Node, Pod, ServiceAccount
-from lightkube.types import PatchType
 
 from gangsched.live.fakenodes import create_node
 
@@ -43,11 +42,9 @@ def paired_sides(
     tag: str,
     nodes: Sequence[str],
     labels: Callable[[str, str], dict[str, str]] = lambda ns, node: {},
-    status: Callable[[str, str], dict[str, Any]] = lambda ns, node: {},
 ) -> Iterator[dict[str, str]]:
     """One namespace per scheduler (with the default ServiceAccount), each with nodes `<ns>-<suffix>` for
-    every suffix in `nodes`, labelled for the side plus `labels(ns, suffix)`, with extra node status fields
-    `status(ns, suffix)` (e.g. images). Deleted afterwards."""
+    every suffix in `nodes`, labelled for the side plus `labels(ns, suffix)`. Deleted afterwards."""
     made: dict[str, str] = {}
     try:
         for side in SCHEDULERS:
@@ -56,11 +53,7 @@ def paired_sides(
             made[side] = ns
             client.create(ServiceAccount(metadata=ObjectMeta(name="default", namespace=ns)))
             for suffix in nodes:
-                name = f"{ns}-{suffix}"
-                create_node(client, name, CAPACITY, labels={SIDE_LABEL: ns, **labels(ns, suffix)})
-                extra = status(ns, suffix)
-                if extra:
-                    client.patch(Node.Status, name, {"status": extra}, patch_type=PatchType.MERGE)
+                create_node(client, f"{ns}-{suffix}", CAPACITY, labels={SIDE_LABEL: ns, **labels(ns, suffix)})
         yield made
     finally:
         for ns in made.values():

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 from lightkube import Client
+from lightkube.resources.core_v1 import Node
+from lightkube.types import PatchType
 
 from gangsched.live.controlplane import ManagedProcess
 
@@ -181,3 +183,81 @@ def test_default_spread_from_a_service(
         create(kube_client, pod(ns, "web-1", SCHEDULERS[side], {"app": "web"}, container=small))
     outcomes = settle(kube_client, sides, ["web-1"], lambda o: o["web-1"] in ("a", "b"))
     assert outcomes == {"kube": {"web-1": "b"}, "gangsched": {"web-1": "b"}}
+
+
+def _requests(cpu: str, memory: str = "128Mi") -> dict[str, Any]:
+    return {"resources": {"requests": {"cpu": cpu, "memory": memory}}}
+
+
+def _filler_on_b(kube_client: Client, sides: dict[str, str]) -> None:
+    """A 2-CPU filler on node b, so that without the plugin under test LeastAllocated (95 vs 71) and
+    BalancedAllocation (99 vs 75) would put a small pod on node a."""
+    for side, ns in sides.items():
+        doc = pod(ns, "filler", SCHEDULERS[side], {"app": "filler"}, container=_requests("2"))
+        doc["spec"]["nodeSelector"][ZONE] = f"{ns}-b"
+        create(kube_client, doc)
+
+
+def test_node_ports_alone(
+    kube_client: Client, kube_scheduler: ManagedProcess, gangsched: ManagedProcess, sides: dict[str, str]
+) -> None:
+    """NodePorts without other constraints: a holder of hostPort 9000 on node a; the emptier a is filtered
+    for p-1 (same port), which goes to the loaded b; p-2 then finds the port taken on both nodes and waits
+    with NodePorts' reason for both, in the same message from both schedulers."""
+    _filler_on_b(kube_client, sides)
+    port = {**_requests("100m"), "ports": [{"containerPort": 80, "hostPort": 9000}]}
+    for side, ns in sides.items():
+        holder = pod(ns, "holder", SCHEDULERS[side], {}, container=port)
+        holder["spec"]["nodeSelector"][ZONE] = f"{ns}-a"
+        create(kube_client, holder)
+    settle(kube_client, sides, ["filler", "holder"], lambda o: o == {"filler": "b", "holder": "a"})
+    for side, ns in sides.items():
+        create(kube_client, pod(ns, "p-1", SCHEDULERS[side], {}, container=port))
+    outcomes = settle(kube_client, sides, ["p-1"], lambda o: o["p-1"] in ("a", "b"))
+    assert outcomes == {"kube": {"p-1": "b"}, "gangsched": {"p-1": "b"}}
+    for side, ns in sides.items():
+        create(kube_client, pod(ns, "p-2", SCHEDULERS[side], {}, container=port))
+    outcomes = settle(kube_client, sides, ["p-2"], lambda o: o["p-2"].startswith("Unschedulable"))
+    for side, got in outcomes.items():
+        assert "2 node(s) didn't have free ports for the requested pod ports" in got["p-2"], (side, got)
+    assert outcomes["kube"] == outcomes["gangsched"]
+
+
+def test_preferred_anti_affinity_outweighs_load(
+    kube_client: Client, kube_scheduler: ManagedProcess, gangsched: ManagedProcess, sides: dict[str, str]
+) -> None:
+    """InterPodAffinity's score: a db pod on node a; a pod preferring (weight 100) not to share a hostname
+    with app=db goes to the loaded b. By hand: a -100, b 0, normalised 0 and 100, times weight 2; totals
+    a 95 + 99 + 0 = 194, b 71 + 75 + 200 = 346."""
+    _filler_on_b(kube_client, sides)
+    for side, ns in sides.items():
+        db = pod(ns, "db", SCHEDULERS[side], {"app": "db"}, container=_requests("100m"))
+        db["spec"]["nodeSelector"][ZONE] = f"{ns}-a"
+        create(kube_client, db)
+    settle(kube_client, sides, ["filler", "db"], lambda o: o == {"filler": "b", "db": "a"})
+    term = {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}
+    away = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "podAffinityTerm": term}
+    ]}}  # fmt: skip
+    for side, ns in sides.items():
+        create(kube_client, pod(ns, "web", SCHEDULERS[side], {}, container=_requests("100m"), affinity=away))
+    outcomes = settle(kube_client, sides, ["web"], lambda o: o["web"] in ("a", "b"))
+    assert outcomes == {"kube": {"web": "b"}, "gangsched": {"web": "b"}}
+
+
+def test_image_locality(
+    kube_client: Client, kube_scheduler: ManagedProcess, gangsched: ManagedProcess, sides: dict[str, str]
+) -> None:
+    """ImageLocality: node b of each side lists an 800 MiB image in status.images, so 2 of the cluster's 4
+    nodes hold it: 800 MiB x 2 / 4 = 400 MiB, score 100 (400 - 23) / (1000 - 23) = 38 on b, 0 on a. A pod
+    of that image goes to b, the nodes being otherwise equal."""
+    image = "registry.k8s.io/gangsched-test-big:1.0"
+    for ns in sides.values():
+        status = {"status": {"images": [{"names": [image], "sizeBytes": 800 * 1024 * 1024}]}}
+        kube_client.patch(Node.Status, f"{ns}-b", status, patch_type=PatchType.MERGE)
+    for side, ns in sides.items():
+        create(
+            kube_client, pod(ns, "p", SCHEDULERS[side], {}, container={**_requests("100m"), "image": image})
+        )
+    outcomes = settle(kube_client, sides, ["p"], lambda o: o["p"] in ("a", "b"))
+    assert outcomes == {"kube": {"p": "b"}, "gangsched": {"p": "b"}}
