@@ -261,3 +261,34 @@ def test_image_locality(
         )
     outcomes = settle(kube_client, sides, ["p"], lambda o: o["p"] in ("a", "b"))
     assert outcomes == {"kube": {"p": "b"}, "gangsched": {"p": "b"}}
+
+
+def test_spread_min_domains(
+    kube_client: Client, kube_scheduler: ManagedProcess, gangsched: ManagedProcess, sides: dict[str, str]
+) -> None:
+    """A DoNotSchedule zone spread with maxSkew 1 and minDomains 3 over the side's two zones: while there
+    are fewer domains than minDomains the global minimum is 0, so each zone takes one matching pod and the
+    third waits with PodTopologySpread's reason for both nodes (without minDomains it would be bound)."""
+    pods = ["s-0", "s-1", "s-2"]
+    spread = [
+        {
+            "maxSkew": 1,
+            "minDomains": 3,
+            "topologyKey": ZONE,
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"app": "s"}},
+        }
+    ]
+    for side, ns in sides.items():
+        for name in pods:
+            create(
+                kube_client, pod(ns, name, SCHEDULERS[side], {"app": "s"}, topologySpreadConstraints=spread)
+            )
+            time.sleep(0.3)  # creation order decides which pod waits
+    outcomes = settle(
+        kube_client, sides, pods, lambda o: sum(v in ("a", "b") for v in o.values()) == 2 and ":" in o["s-2"]
+    )
+    for side, got in outcomes.items():
+        assert sorted(got[p] for p in ("s-0", "s-1")) == ["a", "b"], (side, got)
+        assert "2 node(s) didn't match pod topology spread constraints" in got["s-2"], (side, got)
+    assert outcomes["kube"]["s-2"] == outcomes["gangsched"]["s-2"]

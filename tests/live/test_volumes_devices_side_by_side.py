@@ -6,29 +6,36 @@ is bound to, which devices each claim is allocated and for whom they are reserve
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from lightkube import Client
+from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import PersistentVolume, PersistentVolumeClaim, Pod
 from lightkube.resources.resource_v1 import ResourceClaim, ResourceSlice
+from lightkube.resources.storage_v1 import CSINode
 
 from gangsched.live.controlplane import ManagedProcess
 
-from .paired import SCHEDULERS, TIMEOUT, create, paired_sides, pod
+from .paired import SCHEDULERS, TIMEOUT, create, paired_sides, pod, settle
 from .test_apiserver import wait_for
 
 DRIVER = "gpu.gangsched.test"
 CLASS = "gangsched-test-local-wffc"
 DEVICE_CLASS = "gangsched-test-gpu"
+CSI_DRIVER = "csi.gangsched.test"
+ZONE = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
 
 
 @pytest.fixture
 def sides(kube_client: Client) -> Iterator[dict[str, str]]:
-    """One namespace per scheduler, each with two nodes `<ns>-n1`, `<ns>-n2` labelled for it."""
-    with paired_sides(kube_client, "vd", ("n1", "n2")) as made:
+    """One namespace per scheduler, each with two nodes `<ns>-n1`, `<ns>-n2` labelled for it, in zones
+    `<ns>-n1` and `<ns>-n2`."""
+    with paired_sides(kube_client, "vd", ("n1", "n2"), lambda ns, node: {ZONE: f"{ns}-{node}"}) as made:
         yield made
 
 
@@ -245,3 +252,151 @@ def test_podgroup_claim_is_shared_and_reserved_for_the_group(
         reserved = [(r.resource, r.name) for r in group_claim.status.reservedFor]
         assert reserved == [("podgroups", "pg")], (side, reserved)
         kube_client.delete(ResourceSlice, f"{ns}-n2-gpus")
+
+
+# --- statically bound volumes: VolumeZone, VolumeRestrictions (ReadWriteOncePod), NodeVolumeLimits ---------
+
+
+def _static_pv(
+    name: str, mode: str = "ReadWriteOnce", labels: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """A PV of no class with a CSI source (driver CSI_DRIVER, handle = name)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": {
+            "capacity": {"storage": "1Gi"},
+            "accessModes": [mode],
+            "storageClassName": "",
+            "csi": {"driver": CSI_DRIVER, "volumeHandle": name},
+        },
+    }
+
+
+def _bound_claims(
+    client: Client, sides: dict[str, str], claims: dict[str, Callable[[str], dict[str, Any]]]
+) -> None:
+    """Per side, claim `name` pre-bound (spec.volumeName) to the PV `claims[name](ns)`; waits until the PV
+    controller has bound every claim."""
+    for ns in sides.values():
+        for name, make_pv in claims.items():
+            pv = make_pv(ns)
+            create(client, pv)
+            claim = {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": name, "namespace": ns},
+                "spec": {
+                    "storageClassName": "",
+                    "volumeName": pv["metadata"]["name"],
+                    "accessModes": pv["spec"]["accessModes"],
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            }
+            create(client, claim)
+
+    def all_bound() -> bool:
+        for ns in sides.values():
+            for name in claims:
+                got = client.get(PersistentVolumeClaim, name, namespace=ns)
+                if got.status is None or got.status.phase != "Bound":
+                    return False
+        return True
+
+    _wait("claims bound by the PV controller", all_bound)
+
+
+def _using(ns: str, name: str, side: str, claim: str, **spec: Any) -> dict[str, Any]:
+    volume = {"name": "v", "persistentVolumeClaim": {"claimName": claim}}
+    small = {"resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}
+    return pod(ns, name, SCHEDULERS[side], {}, volumes=[volume], container=small, **spec)
+
+
+def _filler(client: Client, sides: dict[str, str], node: str) -> None:
+    """A 2-CPU filler pinned to `node`, so that LeastAllocated prefers the other node."""
+    heavy = {"resources": {"requests": {"cpu": "2", "memory": "128Mi"}}}
+    for side, ns in sides.items():
+        pinned = {HOSTNAME: f"{ns}-{node}"}
+        create(client, pod(ns, "filler", SCHEDULERS[side], {}, container=heavy, nodeSelector=pinned))
+
+
+def test_volume_zone(
+    kube_client: Client,
+    kube_scheduler: ManagedProcess,
+    gangsched: ManagedProcess,
+    volume_and_claim_controllers: ManagedProcess,
+    sides: dict[str, str],
+) -> None:
+    """A bound PV labelled with zone n1: VolumeZone admits only n1, although a filler there makes n2 the
+    node LeastAllocated would pick."""
+    _filler(kube_client, sides, "n1")
+    _bound_claims(
+        kube_client, sides, {"data": lambda ns: _static_pv(f"{ns}-zoned", labels={ZONE: f"{ns}-n1"})}
+    )
+    for side, ns in sides.items():
+        create(kube_client, _using(ns, "p", side, "data"))
+    outcomes = settle(kube_client, sides, ["filler", "p"], lambda o: o["p"] in ("n1", "n2"))
+    assert outcomes == {side: {"filler": "n1", "p": "n1"} for side in sides}
+
+
+def test_read_write_once_pod(
+    kube_client: Client,
+    kube_scheduler: ManagedProcess,
+    gangsched: ManagedProcess,
+    volume_and_claim_controllers: ManagedProcess,
+    sides: dict[str, str],
+) -> None:
+    """VolumeRestrictions: a ReadWriteOncePod claim used by a running pod; a second pod using it waits with
+    upstream's reason, in the same message from both schedulers."""
+    _bound_claims(kube_client, sides, {"once": lambda ns: _static_pv(f"{ns}-once", mode="ReadWriteOncePod")})
+    for side, ns in sides.items():
+        create(kube_client, _using(ns, "first", side, "once"))
+    settle(kube_client, sides, ["first"], lambda o: o["first"] in ("n1", "n2"))
+    for side, ns in sides.items():
+        create(kube_client, _using(ns, "second", side, "once"))
+    outcomes = settle(kube_client, sides, ["second"], lambda o: o["second"].startswith("Unschedulable"))
+    for side, got in outcomes.items():
+        reason = "ReadWriteOncePod access mode already in-use by another pod"
+        assert reason in got["second"], (side, got)
+    assert outcomes["kube"] == outcomes["gangsched"]
+
+
+def test_csi_attach_limits(
+    kube_client: Client,
+    kube_scheduler: ManagedProcess,
+    gangsched: ManagedProcess,
+    volume_and_claim_controllers: ManagedProcess,
+    sides: dict[str, str],
+) -> None:
+    """NodeVolumeLimits: each node's CSINode allows one volume of the driver. p-1 is pinned to n1 with
+    c-1; p-2 (c-2) goes to the loaded n2 since n1 is at its limit; p-3 (c-3) fits nowhere and waits with
+    `exceed max volume count` for both nodes, in the same message from both schedulers."""
+    names = [f"{ns}-{n}" for ns in sides.values() for n in ("n1", "n2")]
+    for node in names:
+        driver = {"name": CSI_DRIVER, "nodeID": node, "allocatable": {"count": 1}}
+        meta = {"name": node}
+        create(kube_client, {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": meta,
+                             "spec": {"drivers": [driver]}})  # fmt: skip
+    try:
+        _filler(kube_client, sides, "n2")
+        _bound_claims(
+            kube_client, sides, {f"c-{i}": lambda ns, i=i: _static_pv(f"{ns}-v-{i}") for i in (1, 2, 3)}
+        )
+        for side, ns in sides.items():
+            create(kube_client, _using(ns, "p-1", side, "c-1", nodeSelector={HOSTNAME: f"{ns}-n1"}))
+        settle(kube_client, sides, ["p-1"], lambda o: o["p-1"] == "n1")
+        for side, ns in sides.items():
+            create(kube_client, _using(ns, "p-2", side, "c-2"))
+        outcomes = settle(kube_client, sides, ["p-2"], lambda o: o["p-2"] in ("n1", "n2"))
+        assert outcomes == {side: {"p-2": "n2"} for side in sides}
+        for side, ns in sides.items():
+            create(kube_client, _using(ns, "p-3", side, "c-3"))
+        outcomes = settle(kube_client, sides, ["p-3"], lambda o: o["p-3"].startswith("Unschedulable"))
+        for side, got in outcomes.items():
+            assert "2 node(s) exceed max volume count" in got["p-3"], (side, got)
+        assert outcomes["kube"] == outcomes["gangsched"]
+    finally:
+        for node in names:
+            with contextlib.suppress(ApiError):
+                kube_client.delete(CSINode, node)
