@@ -2,8 +2,9 @@
 asynchronous binding cycle): the scheduler goes on with the next root while writes are in flight.
 
 0. PreBind: the cycle's volume bindings (a PV's claimRef, or a claim's selected node) and claim allocations
-   and reservations (ResourceClaim status) are written before its pods are bound; if one fails, none of the
-   cycle's pods is bound and they go back to the queue.
+   and reservations (ResourceClaim status) are written before its pods are bound, and then, as upstream's
+   VolumeBinding does, the pods wait until the PV controller has bound their claims; if a write fails or
+   the wait times out, none of the cycle's pods is bound and they go back to the queue.
 1. Bindings: the pods are assumed in the cache at once; the members of the cycle are bound concurrently. If a
    bind fails and the group is left with fewer bound members than its minCount, the members bound in this
    cycle are deleted (no gang stays bound below minCount longer than one round trip), the failed pods are
@@ -46,7 +47,7 @@ from ..scheduler.decision import (
     Notice,
     VolumeBinding,
 )
-from ..scheduler.volumes import ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE
+from ..scheduler.volumes import ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE
 from .cache import LiveCache
 from .kube import ApiStatus, KubeApi
 from .metrics import Metrics
@@ -61,6 +62,10 @@ RETRIABLE = {429, 500, 502, 503, 504}
 GROUP_KINDS = ("PodGroup", "CompositePodGroup")
 GATED_DELAY = 1.0
 EVENT_WRITES = 4
+# VolumeBinding's wait for the PV controller: VolumeBindingArgs.bindTimeoutSeconds (default 600) and the
+# poll interval of volumeBinder.BindPodVolumes.
+VOLUME_BIND_TIMEOUT = 600.0
+VOLUME_BIND_POLL = 1.0
 EVENT_REPEAT = 600.0
 
 
@@ -102,6 +107,7 @@ class Applier:
         self._event_writes = asyncio.Semaphore(max_event_writes)
         self._tasks: set[asyncio.Task[None]] = set()
         self._last_event: dict[str, tuple[tuple[str, str], float]] = {}
+        self.volume_bind_timeout = VOLUME_BIND_TIMEOUT
         self._binding = 0  # bind cycles in flight
         self._binds_idle = asyncio.Event()
         self._binds_idle.set()
@@ -199,7 +205,9 @@ class Applier:
         claims: list[ClaimReservation],
     ) -> None:
         try:
-            if (volumes or claims) and not await self._prebind(volumes, claims):
+            if (volumes or claims) and not (
+                await self._prebind(volumes, claims) and await self._volumes_bound(volumes)
+            ):
                 for change in deferred:
                     self._scheduled.discard((change.kind, change.key))
                 self.metrics.bindings.inc("failure", len(bindings))
@@ -249,6 +257,40 @@ class Applier:
         writes = [self._bind_volume(v) for v in volumes]
         writes += [self._reserve_claim(key, a, consumers) for key, (a, consumers) in merged.items()]
         return all(await asyncio.gather(*writes))
+
+    async def _volumes_bound(self, volumes: list[VolumeBinding]) -> bool:
+        """VolumeBinding's PreBind then waits for the PV controller (volumeBinder.BindPodVolumes:
+        checkBindings polled every second, first after one second, for up to bindTimeoutSeconds): each claim
+        fully bound, i.e. `spec.volumeName` set and the `pv.kubernetes.io/bind-completed` annotation there.
+        False after the timeout, or at once when a PV we bound names another claim (taken meanwhile)."""
+        deadline = time.monotonic() + self.volume_bind_timeout
+        while volumes:
+            await asyncio.sleep(VOLUME_BIND_POLL)
+            done = self._volumes_done(volumes)
+            if done is not None:
+                return done
+            if time.monotonic() > deadline:
+                log.warning("binding volumes: timed out waiting for the condition (%d claims)", len(volumes))
+                return False
+        return True
+
+    def _volumes_done(self, volumes: list[VolumeBinding]) -> bool | None:
+        """True when every claim is fully bound, False when one cannot be any more, None to wait on."""
+        store = self.cache.store
+        waiting = False
+        for v in volumes:
+            pvc = store.get("PersistentVolumeClaim", v.pvc)
+            if pvc is None:
+                return False
+            if v.pv is not None:
+                pv = store.get("PersistentVolume", ("", v.pv))
+                ref = pv.spec.claimRef if pv is not None else None
+                if pv is None or (ref is not None and ref.uid and ref.uid != pvc.metadata.uid):
+                    return False
+            annotations = pvc.metadata.annotations or {}
+            if not (pvc.spec.volumeName and ANN_BIND_COMPLETED in annotations):
+                waiting = True
+        return None if waiting else True
 
     async def _bind_volume(self, v: VolumeBinding) -> bool:
         """Static binding: the PV's claimRef (volume.BindVolumeToClaim); provisioning: the claim's

@@ -8,7 +8,9 @@ new stage when any of them changes):
   preemption cannot lift;
 - `dynamic(pi, nodes)`: rejections that depend on what is placed or reserved (ReadWriteOncePod users, CSI
   attach counts, PVs and devices taken earlier in this cycle), per plugin in upstream's order, and which of
-  them preemption cannot lift (VolumeBinding, DynamicResources: UnschedulableAndUnresolvable upstream);
+  them preemption cannot lift (VolumeBinding, DynamicResources: UnschedulableAndUnresolvable upstream; the
+  ReadWriteOncePod and attach-limit rejections, `PREEMPTIBLE_CLAIM_PLUGINS`, are Unschedulable: evicting
+  pods may lift them);
 - `reserve(pi, node)`: choose the PVs and allocate the devices on the chosen node and keep them taken until
   the returned undo runs (a failed gang cycle reverts them with its placements);
 - `decided(pod)`: the VolumeBindings and ClaimReservations for the Decision once the pod binds;
@@ -41,7 +43,14 @@ from .podinfo import PodInfo, PodKey
 from .snapshot import Snapshot
 from .volumes import PodVolumes, Reservations, VolumeCatalog, pod_claim_names, pod_volumes
 
-__all__ = ["CLAIM_KINDS", "DRA_NAME", "DRA_WEIGHT", "ClaimsStage", "PodClaimState"]
+__all__ = [
+    "CLAIM_KINDS",
+    "DRA_NAME",
+    "DRA_WEIGHT",
+    "PREEMPTIBLE_CLAIM_PLUGINS",
+    "ClaimsStage",
+    "PodClaimState",
+]
 
 CLAIM_KINDS = (
     "StorageClass",
@@ -62,6 +71,9 @@ NOT_ON_NODE = "resourceclaim not available on the node"
 # Upstream's filter order: these four come right after NodeResourcesFit, DynamicResources after
 # InterPodAffinity.
 VOLUME_PLUGINS = (restrictions.NAME, limits.NAME, binding.NAME, zone.NAME)
+# Their rejections are Unschedulable upstream (not ...AndUnresolvable): preemption may evict a
+# ReadWriteOncePod claim's user or a pod holding CSI attachments (both plugins re-run in the dry run).
+PREEMPTIBLE_CLAIM_PLUGINS = frozenset({restrictions.NAME, limits.NAME})
 
 
 @dataclass(slots=True)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .claims_stage import DRA_NAME, DRA_WEIGHT, ClaimsStage
+from .claims_stage import DRA_NAME, DRA_WEIGHT, PREEMPTIBLE_CLAIM_PLUGINS, ClaimsStage
 from .domains import DomainSums
 from .plugins import (
     BoolArray,
@@ -540,23 +540,31 @@ class Evaluator:
         return ok
 
     def claims_feasible(self, pi: PodInfo) -> BoolArray | None:
-        """Nodes where the claims stage would admit `pi` whatever the rest (None: no claims). Preemption
-        looks only there: it frees cpu, memory and pods, never volumes or devices (see the docs)."""
-        if not (pi.claims and self.claims is not None and self._claims_on):
+        """Nodes where the claims stage leaves `pi` a chance whatever the rest (None: no claims). Its
+        UnschedulableAndUnresolvable rejections (PreFilter, bound PVs' node affinity and zones, VolumeBinding,
+        DynamicResources) are final; a ReadWriteOncePod conflict or a CSI attach limit (Unschedulable
+        upstream) may be lifted by evicting pods, so preemption tries those nodes and asks `fit_reasons`."""
+        if not self._claims_apply(pi):
             return None
+        assert self.claims is not None
         if self.claims.prefilter(pi).error is not None:
             return np.zeros(len(self.snap), dtype=bool)
         ok = self.claims.static(pi)
-        for _, rejections in self.claims.dynamic(pi, ok.copy()):
-            for mask, _ in rejections:
-                ok &= ~mask
+        for name, rejections in self.claims.dynamic(pi, ok.copy()):
+            if name not in PREEMPTIBLE_CLAIM_PLUGINS:
+                for mask, _ in rejections:
+                    ok &= ~mask
         return ok
+
+    def _claims_apply(self, pi: PodInfo) -> bool:
+        return bool(pi.claims and self.claims is not None and self._claims_on)
 
     def reserve(self, pi: PodInfo, node: int) -> Callable[[], None]:
         """Count `pi` on `node` and take its volumes and devices there (assume, reserve); returns the undo."""
         undo_place = self.snap.place(pi.key, node, self.vector(pi), pi.traits)
-        if not (pi.claims and self.claims is not None and self._claims_on):
+        if not self._claims_apply(pi):
             return undo_place
+        assert self.claims is not None
         undo_claims = self.claims.reserve(pi, node)
 
         def undo() -> None:
@@ -567,16 +575,26 @@ class Evaluator:
 
     def fit_reasons(self, pi: PodInfo, node: int) -> list[str]:
         """Why `pi` does not fit on `node` as the snapshot stands (every filter, pods-stage ones included),
-        in upstream's words; empty when it fits. Preemption's dry runs ask this after taking pods out; the
-        claims stage is not asked (preemption tries only nodes `claims_feasible` leaves)."""
+        in upstream's words; empty when it fits. Preemption's dry runs ask this after taking pods out. Of the
+        claims stage only the rejections evicting pods can lift are asked (ReadWriteOncePod users, CSI
+        attachments: both read the pods placed in the snapshot); preemption tries no node where another
+        claims plugin rejects the pod (`claims_feasible`)."""
         c = self._class(pi)
         layer = self._pods_layer(pi, c)
-        if c.masked[node] >= 0 and (layer is None or bool(layer.ok[node])):
-            return []
-        only = np.zeros(len(self.snap), dtype=bool)
-        only[node] = True
-        failure = self._failure(c, layer, only, pi)
-        return [failure.prefilter_message] if failure.prefilter_message else list(failure.histogram)
+        if c.masked[node] < 0 or (layer is not None and not bool(layer.ok[node])):
+            only = np.zeros(len(self.snap), dtype=bool)
+            only[node] = True
+            failure = self._failure(c, layer, only, pi)
+            return [failure.prefilter_message] if failure.prefilter_message else list(failure.histogram)
+        if self._claims_apply(pi):
+            assert self.claims is not None
+            only = np.zeros(len(self.snap), dtype=bool)
+            only[node] = True
+            for name, rejections in self.claims.dynamic(pi, only):
+                for mask, reason in rejections:
+                    if name in PREEMPTIBLE_CLAIM_PLUGINS and mask[node]:
+                        return [reason]
+        return []
 
     def _plugin_scores(
         self, c: _Class, layer: _PodsLayer | None, nodes: npt.NDArray[np.intp]
