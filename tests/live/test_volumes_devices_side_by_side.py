@@ -7,7 +7,10 @@ is bound to, which devices each claim is allocated and for whom they are reserve
 from __future__ import annotations
 
 import contextlib
+import json
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -18,7 +21,7 @@ from lightkube.resources.core_v1 import PersistentVolume, PersistentVolumeClaim,
 from lightkube.resources.resource_v1 import ResourceClaim, ResourceSlice
 from lightkube.resources.storage_v1 import CSINode
 
-from gangsched.live.controlplane import ManagedProcess
+from gangsched.live.controlplane import LocalControlPlane, ManagedProcess
 
 from .paired import SCHEDULERS, TIMEOUT, create, paired_sides, pod, settle
 from .test_apiserver import wait_for
@@ -120,16 +123,40 @@ def _template(ns: str) -> dict[str, Any]:
     }
 
 
+def _history(cp: LocalControlPlane, path: str, since: str) -> list[dict[str, Any]]:
+    """The objects of every watch event on `path` after resourceVersion `since`, in order (the API server
+    replays them from its watch cache; the watch ends after 2 s)."""
+    query = urllib.parse.urlencode({"watch": "1", "resourceVersion": since, "timeoutSeconds": "2"})
+    req = urllib.request.Request(f"{cp.server}{path}?{query}")
+    req.add_header("Authorization", f"Bearer {cp.token}")
+    with urllib.request.urlopen(req, timeout=30, context=cp.ssl_context()) as resp:
+        events = [json.loads(line) for line in resp.read().splitlines() if line.strip()]
+    assert all(e["type"] != "ERROR" for e in events), events
+    return [e["object"] for e in events]
+
+
+def _first_rv(objects: list[dict[str, Any]], when: Callable[[dict[str, Any]], bool]) -> int:
+    return min(int(o["metadata"]["resourceVersion"]) for o in objects if when(o))
+
+
 def test_wait_for_first_consumer_binds_the_local_pv(
     kube_client: Client,
+    control_plane: LocalControlPlane,
     kube_scheduler: ManagedProcess,
     gangsched: ManagedProcess,
     volume_and_claim_controllers: ManagedProcess,
     sides: dict[str, str],
 ) -> None:
     """A WaitForFirstConsumer claim and one local PV on n2: both schedulers put the pod on n2 and the PV
-    controller binds the claim to that PV."""
+    controller binds the claim to that PV. Both bind the pod only once the PV controller has bound the claim
+    (VolumeBinding's PreBind waits for it): in the API server's history (resourceVersions, one etcd
+    revision order) the claim's bind-completed write comes before the pod's binding."""
     create(kube_client, _storage_class())
+    since = {}
+    for ns in sides.values():
+        since[ns] = control_plane.request("GET", f"/api/v1/namespaces/{ns}/pods")[1]["metadata"][
+            "resourceVersion"
+        ]
     for side, ns in sides.items():
         create(kube_client, _local_pv(f"{ns}-local", f"{ns}-n2"))
         create(kube_client, _claim(ns, "data"))
@@ -147,6 +174,14 @@ def test_wait_for_first_consumer_binds_the_local_pv(
         assert claim.spec.volumeName == f"{ns}-local", side
         pv = kube_client.get(PersistentVolume, f"{ns}-local")
         assert (pv.spec.claimRef.namespace, pv.spec.claimRef.name) == (ns, "data"), side
+    for side, ns in sides.items():
+        pods = _history(control_plane, f"/api/v1/namespaces/{ns}/pods", since[ns])
+        claims = _history(control_plane, f"/api/v1/namespaces/{ns}/persistentvolumeclaims", since[ns])
+        pod_bound = _first_rv(pods, lambda o: bool(o["spec"].get("nodeName")))
+        claim_bound = _first_rv(
+            claims, lambda o: "pv.kubernetes.io/bind-completed" in (o["metadata"].get("annotations") or {})
+        )
+        assert claim_bound < pod_bound, (side, claim_bound, pod_bound)
 
 
 def _pending_message(client: Client, ns: str, pods: list[str]) -> str | None:
