@@ -14,11 +14,13 @@ from lightkube import Client
 from lightkube.resources.core_v1 import Node
 from lightkube.types import PatchType
 
-from gangsched.live.controlplane import ManagedProcess
-
 from .paired import SCHEDULERS, create, paired_sides, pod, settle
 
 ZONE = "topology.kubernetes.io/zone"
+
+
+# Both schedulers run for every case.
+pytestmark = pytest.mark.usefixtures("kube_scheduler", "gangsched")
 
 
 @pytest.fixture
@@ -28,9 +30,7 @@ def sides(kube_client: Client) -> Iterator[dict[str, str]]:
         yield made
 
 
-def test_anti_affinity_three_pods_on_two_nodes(
-    kube_client: Client, kube_scheduler: ManagedProcess, gangsched: ManagedProcess, sides: dict[str, str]
-) -> None:
+def test_anti_affinity_three_pods_on_two_nodes(kube_client: Client, sides: dict[str, str]) -> None:
     """Required anti-affinity on hostname: two pods bound, one per node; the third pending with
     InterPodAffinity's reason for both nodes of its side, in the same message from both schedulers."""
     pods = ["web-1", "web-2", "web-3"]
@@ -58,9 +58,7 @@ def test_anti_affinity_three_pods_on_two_nodes(
     assert outcomes["kube"]["web-3"] == outcomes["gangsched"]["web-3"]
 
 
-def test_gang_with_host_port_on_two_nodes(
-    kube_client: Client, kube_scheduler: ManagedProcess, gangsched: ManagedProcess, sides: dict[str, str]
-) -> None:
+def test_gang_with_host_port_on_two_nodes(kube_client: Client, sides: dict[str, str]) -> None:
     """A 3-pod gang all asking for hostPort 9000 on two nodes: nothing is bound."""
     pods = ["m-1", "m-2", "m-3"]
     port = {"ports": [{"containerPort": 80, "hostPort": 9000}]}
@@ -82,9 +80,7 @@ def test_gang_with_host_port_on_two_nodes(
         assert not any(v in ("a", "b") for v in got.values()), (side, got)
 
 
-def test_zone_spread_six_pods(
-    kube_client: Client, kube_scheduler: ManagedProcess, gangsched: ManagedProcess, sides: dict[str, str]
-) -> None:
+def test_zone_spread_six_pods(kube_client: Client, sides: dict[str, str]) -> None:
     """Six pods with a DoNotSchedule zone spread (maxSkew 1) over the side's two zones: 3 + 3."""
     pods = [f"s-{i}" for i in range(6)]
     for side, ns in sides.items():
@@ -105,7 +101,7 @@ def test_zone_spread_six_pods(
 
 
 def test_pod_affinity_follows_and_existing_anti_affinity_repels(
-    kube_client: Client, kube_scheduler: ManagedProcess, gangsched: ManagedProcess, sides: dict[str, str]
+    kube_client: Client, sides: dict[str, str]
 ) -> None:
     """A db pod pinned to zone b carries anti-affinity against `app: noisy`. A web pod requiring a db pod in
     its zone goes to b although a is emptier. Then a filler takes most of a's CPU, and a noisy pod still goes
@@ -142,9 +138,7 @@ def test_pod_affinity_follows_and_existing_anti_affinity_repels(
         assert got == {"noisy": "a"}, (side, got)
 
 
-def test_default_spread_from_a_service(
-    kube_client: Client, kube_scheduler: ManagedProcess, gangsched: ManagedProcess, sides: dict[str, str]
-) -> None:
+def test_default_spread_from_a_service(kube_client: Client, sides: dict[str, str]) -> None:
     """PodTopologySpread's system default constraints (hostname 3, zone 5, ScheduleAnyway) with the selector
     of the Service that selects the pod. Node a holds two app=web pods (100m, 128Mi), node b a 1-CPU, 1Gi
     filler. Before any Service, web-0 goes to a: LeastAllocated 93 vs 78, BalancedAllocation 98 vs 93, no
@@ -198,9 +192,7 @@ def _filler_on_b(kube_client: Client, sides: dict[str, str]) -> None:
         create(kube_client, doc)
 
 
-def test_node_ports_alone(
-    kube_client: Client, kube_scheduler: ManagedProcess, gangsched: ManagedProcess, sides: dict[str, str]
-) -> None:
+def test_node_ports_alone(kube_client: Client, sides: dict[str, str]) -> None:
     """NodePorts without other constraints: a holder of hostPort 9000 on node a; the emptier a is filtered
     for p-1 (same port), which goes to the loaded b; p-2 then finds the port taken on both nodes and waits
     with NodePorts' reason for both, in the same message from both schedulers."""
@@ -223,9 +215,7 @@ def test_node_ports_alone(
     assert outcomes["kube"] == outcomes["gangsched"]
 
 
-def test_preferred_anti_affinity_outweighs_load(
-    kube_client: Client, kube_scheduler: ManagedProcess, gangsched: ManagedProcess, sides: dict[str, str]
-) -> None:
+def test_preferred_anti_affinity_outweighs_load(kube_client: Client, sides: dict[str, str]) -> None:
     """InterPodAffinity's score: a db pod on node a; a pod preferring (weight 100) not to share a hostname
     with app=db goes to the loaded b. By hand: a -100, b 0, normalised 0 and 100, times weight 2; totals
     a 95 + 99 + 0 = 194, b 71 + 75 + 200 = 346."""
@@ -245,9 +235,7 @@ def test_preferred_anti_affinity_outweighs_load(
     assert outcomes == {"kube": {"web": "b"}, "gangsched": {"web": "b"}}
 
 
-def test_image_locality(
-    kube_client: Client, kube_scheduler: ManagedProcess, gangsched: ManagedProcess, sides: dict[str, str]
-) -> None:
+def test_image_locality(kube_client: Client, sides: dict[str, str]) -> None:
     """ImageLocality: node b of each side lists an 800 MiB image in status.images, so 2 of the cluster's 4
     nodes hold it: 800 MiB x 2 / 4 = 400 MiB, score 100 (400 - 23) / (1000 - 23) = 38 on b, 0 on a. A pod
     of that image goes to b, the nodes being otherwise equal."""
@@ -263,9 +251,7 @@ def test_image_locality(
     assert outcomes == {"kube": {"p": "b"}, "gangsched": {"p": "b"}}
 
 
-def test_spread_min_domains(
-    kube_client: Client, kube_scheduler: ManagedProcess, gangsched: ManagedProcess, sides: dict[str, str]
-) -> None:
+def test_spread_min_domains(kube_client: Client, sides: dict[str, str]) -> None:
     """A DoNotSchedule zone spread with maxSkew 1 and minDomains 3 over the side's two zones: while there
     are fewer domains than minDomains the global minimum is 0, so each zone takes one matching pod and the
     third waits with PodTopologySpread's reason for both nodes (without minDomains it would be bound)."""

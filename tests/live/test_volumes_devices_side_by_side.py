@@ -7,10 +7,7 @@ is bound to, which devices each claim is allocated and for whom they are reserve
 from __future__ import annotations
 
 import contextlib
-import json
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -21,8 +18,6 @@ from lightkube.resources.core_v1 import PersistentVolume, PersistentVolumeClaim,
 from lightkube.resources.resource_v1 import ResourceClaim, ResourceSlice
 from lightkube.resources.storage_v1 import CSINode
 
-from gangsched.live.controlplane import LocalControlPlane, ManagedProcess
-
 from .paired import SCHEDULERS, TIMEOUT, create, paired_sides, pod, settle
 from .test_apiserver import wait_for
 
@@ -32,6 +27,10 @@ DEVICE_CLASS = "gangsched-test-gpu"
 CSI_DRIVER = "csi.gangsched.test"
 ZONE = "topology.kubernetes.io/zone"
 HOSTNAME = "kubernetes.io/hostname"
+
+
+# Both schedulers and the PV binder and resourceclaim controllers run for every case.
+pytestmark = pytest.mark.usefixtures("kube_scheduler", "gangsched", "volume_and_claim_controllers")
 
 
 @pytest.fixture
@@ -51,12 +50,12 @@ def _node_of(client: Client, ns: str, name: str) -> str | None:
     return node
 
 
-def _storage_class() -> dict[str, Any]:
+def _storage_class(name: str = CLASS, provisioner: str = "kubernetes.io/no-provisioner") -> dict[str, Any]:
     return {
         "apiVersion": "storage.k8s.io/v1",
         "kind": "StorageClass",
-        "metadata": {"name": CLASS},
-        "provisioner": "kubernetes.io/no-provisioner",
+        "metadata": {"name": name},
+        "provisioner": provisioner,
         "volumeBindingMode": "WaitForFirstConsumer",
     }
 
@@ -77,13 +76,13 @@ def _local_pv(name: str, node: str) -> dict[str, Any]:
     }
 
 
-def _claim(ns: str, name: str) -> dict[str, Any]:
+def _claim(ns: str, name: str, storage_class: str = CLASS) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
         "metadata": {"name": name, "namespace": ns},
         "spec": {
-            "storageClassName": CLASS,
+            "storageClassName": storage_class,
             "accessModes": ["ReadWriteOnce"],
             "resources": {"requests": {"storage": "1Gi"}},
         },
@@ -123,40 +122,10 @@ def _template(ns: str) -> dict[str, Any]:
     }
 
 
-def _history(cp: LocalControlPlane, path: str, since: str) -> list[dict[str, Any]]:
-    """The objects of every watch event on `path` after resourceVersion `since`, in order (the API server
-    replays them from its watch cache; the watch ends after 2 s)."""
-    query = urllib.parse.urlencode({"watch": "1", "resourceVersion": since, "timeoutSeconds": "2"})
-    req = urllib.request.Request(f"{cp.server}{path}?{query}")
-    req.add_header("Authorization", f"Bearer {cp.token}")
-    with urllib.request.urlopen(req, timeout=30, context=cp.ssl_context()) as resp:
-        events = [json.loads(line) for line in resp.read().splitlines() if line.strip()]
-    assert all(e["type"] != "ERROR" for e in events), events
-    return [e["object"] for e in events]
-
-
-def _first_rv(objects: list[dict[str, Any]], when: Callable[[dict[str, Any]], bool]) -> int:
-    return min(int(o["metadata"]["resourceVersion"]) for o in objects if when(o))
-
-
-def test_wait_for_first_consumer_binds_the_local_pv(
-    kube_client: Client,
-    control_plane: LocalControlPlane,
-    kube_scheduler: ManagedProcess,
-    gangsched: ManagedProcess,
-    volume_and_claim_controllers: ManagedProcess,
-    sides: dict[str, str],
-) -> None:
+def test_wait_for_first_consumer_binds_the_local_pv(kube_client: Client, sides: dict[str, str]) -> None:
     """A WaitForFirstConsumer claim and one local PV on n2: both schedulers put the pod on n2 and the PV
-    controller binds the claim to that PV. Both bind the pod only once the PV controller has bound the claim
-    (VolumeBinding's PreBind waits for it): in the API server's history (resourceVersions, one etcd
-    revision order) the claim's bind-completed write comes before the pod's binding."""
+    controller binds the claim to that PV."""
     create(kube_client, _storage_class())
-    since = {}
-    for ns in sides.values():
-        since[ns] = control_plane.request("GET", f"/api/v1/namespaces/{ns}/pods")[1]["metadata"][
-            "resourceVersion"
-        ]
     for side, ns in sides.items():
         create(kube_client, _local_pv(f"{ns}-local", f"{ns}-n2"))
         create(kube_client, _claim(ns, "data"))
@@ -174,14 +143,32 @@ def test_wait_for_first_consumer_binds_the_local_pv(
         assert claim.spec.volumeName == f"{ns}-local", side
         pv = kube_client.get(PersistentVolume, f"{ns}-local")
         assert (pv.spec.claimRef.namespace, pv.spec.claimRef.name) == (ns, "data"), side
+
+
+def test_pod_waits_for_its_claim_to_be_provisioned(kube_client: Client, sides: dict[str, str]) -> None:
+    """A WaitForFirstConsumer claim of a class whose provisioner never runs: both schedulers write the
+    claim's selected node in PreBind, then wait for the PV controller to bind the claim, which it never
+    does, so neither binds the pod (upstream: volumeBinder.BindPodVolumes polls checkBindings for up to
+    bindTimeoutSeconds, 600)."""
+    create(kube_client, _storage_class("gangsched-test-external", "gangsched.test/external"))
     for side, ns in sides.items():
-        pods = _history(control_plane, f"/api/v1/namespaces/{ns}/pods", since[ns])
-        claims = _history(control_plane, f"/api/v1/namespaces/{ns}/persistentvolumeclaims", since[ns])
-        pod_bound = _first_rv(pods, lambda o: bool(o["spec"].get("nodeName")))
-        claim_bound = _first_rv(
-            claims, lambda o: "pv.kubernetes.io/bind-completed" in (o["metadata"].get("annotations") or {})
-        )
-        assert claim_bound < pod_bound, (side, claim_bound, pod_bound)
+        create(kube_client, _claim(ns, "data", "gangsched-test-external"))
+        volume = {"name": "d", "persistentVolumeClaim": {"claimName": "data"}}
+        create(kube_client, pod(ns, "p", SCHEDULERS[side], volumes=[volume]))
+
+    def selected(ns: str) -> str | None:
+        claim = kube_client.get(PersistentVolumeClaim, "data", namespace=ns)
+        node: str | None = (claim.metadata.annotations or {}).get("volume.kubernetes.io/selected-node")
+        return node
+
+    for side, ns in sides.items():
+        node = _wait(f"{side}: the claim's selected node", lambda ns=ns: selected(ns))
+        assert node in (f"{ns}-n1", f"{ns}-n2"), side
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        bound = {side: _node_of(kube_client, ns, "p") for side, ns in sides.items()}
+        assert bound == {"kube": None, "gangsched": None}, bound
+        time.sleep(0.5)
 
 
 def _pending_message(client: Client, ns: str, pods: list[str]) -> str | None:
@@ -197,9 +184,6 @@ def _pending_message(client: Client, ns: str, pods: list[str]) -> str | None:
 
 def test_claims_from_templates_get_node_local_devices(
     kube_client: Client,
-    kube_scheduler: ManagedProcess,
-    gangsched: ManagedProcess,
-    volume_and_claim_controllers: ManagedProcess,
     sides: dict[str, str],
 ) -> None:
     """Two devices on n1, none on n2, three pods each with a one-device claim from a template: with both
@@ -248,9 +232,6 @@ def test_claims_from_templates_get_node_local_devices(
 
 def test_podgroup_claim_is_shared_and_reserved_for_the_group(
     kube_client: Client,
-    kube_scheduler: ManagedProcess,
-    gangsched: ManagedProcess,
-    volume_and_claim_controllers: ManagedProcess,
     sides: dict[str, str],
 ) -> None:
     """DRAWorkloadResourceClaims: a gang of 2 whose pods' claim equals the PodGroup's; one device, on n2.
@@ -358,9 +339,6 @@ def _filler(client: Client, sides: dict[str, str], node: str) -> None:
 
 def test_volume_zone(
     kube_client: Client,
-    kube_scheduler: ManagedProcess,
-    gangsched: ManagedProcess,
-    volume_and_claim_controllers: ManagedProcess,
     sides: dict[str, str],
 ) -> None:
     """A bound PV labelled with zone n1: VolumeZone admits only n1, although a filler there makes n2 the
@@ -377,9 +355,6 @@ def test_volume_zone(
 
 def test_read_write_once_pod(
     kube_client: Client,
-    kube_scheduler: ManagedProcess,
-    gangsched: ManagedProcess,
-    volume_and_claim_controllers: ManagedProcess,
     sides: dict[str, str],
 ) -> None:
     """VolumeRestrictions: a ReadWriteOncePod claim used by a running pod; a second pod using it waits with
@@ -399,9 +374,6 @@ def test_read_write_once_pod(
 
 def test_csi_attach_limits(
     kube_client: Client,
-    kube_scheduler: ManagedProcess,
-    gangsched: ManagedProcess,
-    volume_and_claim_controllers: ManagedProcess,
     sides: dict[str, str],
 ) -> None:
     """NodeVolumeLimits: each node's CSINode allows one volume of the driver. p-1 is pinned to n1 with
