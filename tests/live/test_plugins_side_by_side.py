@@ -278,3 +278,23 @@ def test_spread_min_domains(kube_client: Client, sides: dict[str, str]) -> None:
         assert sorted(got[p] for p in ("s-0", "s-1")) == ["a", "b"], (side, got)
         assert "2 node(s) didn't match pod topology spread constraints" in got["s-2"], (side, got)
     assert outcomes["kube"]["s-2"] == outcomes["gangsched"]["s-2"]
+
+
+def test_preferred_affinity_outweighs_load(kube_client: Client, sides: dict[str, str]) -> None:
+    """InterPodAffinity's score the other way: a db pod on the loaded node b; a pod preferring (weight 100)
+    to share a hostname with app=db goes there. By hand: a 0, b 100 (times weight 2); totals
+    a 95 + 99 + 0 = 194, b 70 + 74 + 200 = 344."""
+    _filler_on_b(kube_client, sides)
+    for side, ns in sides.items():
+        db = pod(ns, "db", SCHEDULERS[side], {"app": "db"}, container=_requests("100m"))
+        db["spec"]["nodeSelector"][ZONE] = f"{ns}-b"
+        create(kube_client, db)
+    settle(kube_client, sides, ["filler", "db"], lambda o: o == {"filler": "b", "db": "b"})
+    term = {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}
+    near = {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "podAffinityTerm": term}
+    ]}}  # fmt: skip
+    for side, ns in sides.items():
+        create(kube_client, pod(ns, "web", SCHEDULERS[side], {}, container=_requests("100m"), affinity=near))
+    outcomes = settle(kube_client, sides, ["web"], lambda o: o["web"] in ("a", "b"))
+    assert outcomes == {"kube": {"web": "b"}, "gangsched": {"web": "b"}}
