@@ -474,8 +474,12 @@ def test_why_pending_condition_and_event_beside_upstreams(
     assert explained.reason == "Pending"
     assert explained.message.startswith(f"PodGroup {namespace}/too-big: pending\n"), explained.message
     assert "needs 6 cpu, the cluster has 4 free" in explained.message, explained.message
-    upstream = condition(
-        kube_client.get(PodGroup, "too-big", namespace=namespace), "PodGroupInitiallyScheduled"
+    # The two conditions are separate writes: upstream's may land a moment after gangsched's own.
+    upstream = wait_for(
+        "PodGroupInitiallyScheduled",
+        lambda: condition(
+            kube_client.get(PodGroup, "too-big", namespace=namespace), "PodGroupInitiallyScheduled"
+        ),
     )
     assert (upstream.status, upstream.reason) == ("False", "Unschedulable")
     assert upstream.message.startswith("minCount (2) cannot be satisfied"), upstream.message

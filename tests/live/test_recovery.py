@@ -164,6 +164,8 @@ def test_a_member_lost_after_admission(
         assert all(not _gone(kube_client, namespace, p) for p in others), f"{policy} deleted a member"
         time.sleep(DETECT)  # the counter has stopped: read it
         held = _value(_metrics(port), series)
+        print(f"\n{policy} x {failure}: replacement made +{created - t0:.2f}s, bound +{t1 - t0:.2f}s; "
+              f"held {held:.2f} GPU-s")  # fmt: skip
         if policy == "wait":
             # g-1 and g-2 held from the loss (seen within DETECT) until the replacement is bound
             assert 2 * (created - t0 - DETECT) <= held <= 2 * (t1 - t0 + 0.2), (held, created - t0, t1 - t0)
@@ -186,6 +188,7 @@ def test_a_member_lost_after_admission(
         action = "release"
     text = _metrics(port)
     held = _value(text, series)
+    print(f"\n{policy} x {failure}: members deleted by +{deleted - t0:.2f}s; held {held:.2f} GPU-s")
     if policy == "restart":
         assert held == 0.0
     else:
