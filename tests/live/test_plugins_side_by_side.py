@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from lightkube import Client
+from lightkube.resources.apps_v1 import ReplicaSet
 from lightkube.resources.core_v1 import Node
 from lightkube.types import PatchType
 
@@ -298,3 +299,50 @@ def test_preferred_affinity_outweighs_load(kube_client: Client, sides: dict[str,
         create(kube_client, pod(ns, "web", SCHEDULERS[side], {}, container=_requests("100m"), affinity=near))
     outcomes = settle(kube_client, sides, ["web"], lambda o: o["web"] in ("a", "b"))
     assert outcomes == {"kube": {"web": "b"}, "gangsched": {"web": "b"}}
+
+
+def _owned_by_web(client: Client, ns: str) -> dict[str, Any]:
+    """metadata naming the ReplicaSet `web` of `ns` as the pod's controller."""
+    uid = client.get(ReplicaSet, "web", namespace=ns).metadata.uid
+    ref = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": uid, "controller": True}
+    return {"ownerReferences": [ref]}
+
+
+def test_default_spread_from_a_replica_set(kube_client: Client, sides: dict[str, str]) -> None:
+    """The system default constraints with the selector of the pod's controller, an apps/v1 ReplicaSet
+    (replicas 0: no controller makes pods; the test makes them, owned by it). Node a holds two of its pods,
+    node b a 1-CPU filler; web-0, owned too, goes to b. By hand (2 hostnames, 2 zones, ln 4 each): a
+    2 ln 4 + 2 + 2 ln 4 + 4 = 11.5 -> 12, b 6; normalised 50 and 100, times 2; a 93 + 98 + 100 = 291,
+    b 78 + 93 + 200 = 371. Without the defaults a would win (191 vs 171)."""
+    small = {"resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}
+    heavy = {"resources": {"requests": {"cpu": "1", "memory": "1Gi"}}}
+    for side, ns in sides.items():
+        template = {
+            "metadata": {"labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "c", "image": "i"}]},
+        }
+        rs = {
+            "apiVersion": "apps/v1",
+            "kind": "ReplicaSet",
+            "metadata": {"name": "web", "namespace": ns},
+            "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "web"}}, "template": template},
+        }
+        create(kube_client, rs)
+        owner = _owned_by_web(kube_client, ns)
+        for name in ("w-1", "w-2"):
+            doc = pod(ns, name, SCHEDULERS[side], {"app": "web"}, container=small, metadata=owner)
+            doc["spec"]["nodeSelector"][ZONE] = f"{ns}-a"
+            create(kube_client, doc)
+        filler = pod(ns, "filler", SCHEDULERS[side], {"app": "other"}, container=heavy)
+        filler["spec"]["nodeSelector"][ZONE] = f"{ns}-b"
+        create(kube_client, filler)
+    settle(
+        kube_client, sides, ["w-1", "w-2", "filler"], lambda o: o == {"w-1": "a", "w-2": "a", "filler": "b"}
+    )
+    for side, ns in sides.items():
+        owner = _owned_by_web(kube_client, ns)
+        create(
+            kube_client, pod(ns, "web-0", SCHEDULERS[side], {"app": "web"}, container=small, metadata=owner)
+        )
+    outcomes = settle(kube_client, sides, ["web-0"], lambda o: o["web-0"] in ("a", "b"))
+    assert outcomes == {"kube": {"web-0": "b"}, "gangsched": {"web-0": "b"}}
