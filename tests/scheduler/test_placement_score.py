@@ -14,7 +14,7 @@ from gangsched.api.defaults import apply_defaults
 from gangsched.scheduler.evaluator import Evaluator
 from gangsched.scheduler.podinfo import pod_info
 from gangsched.scheduler.snapshot import Snapshot
-from gangsched.scheduler.topology import most_allocated
+from gangsched.scheduler.topology import choose, most_allocated
 
 
 def _node(name: str, cpu: str, memory: str) -> Any:
@@ -70,3 +70,26 @@ def test_most_allocated_over_a_placement(
     nodes: list[Any], pods: list[Any], placement: list[str], score: int
 ) -> None:
     assert _score(nodes, pods, placement) == score
+
+
+def _evaluator(seed: int) -> Evaluator:
+    return Evaluator(Snapshot([_node("a", "4", "8Gi")]), np.random.default_rng(seed))
+
+
+def test_a_single_best_placement_is_chosen_whatever_the_seed() -> None:
+    pods, most = np.array([4, 3, 4], dtype=np.int64), np.array([25, 100, 30], dtype=np.int64)
+    # totals: 100 + 25, 75 + 100, 100 + 30: the second
+    assert {choose(pods, most, _evaluator(seed)) for seed in range(20)} == {1}
+
+
+def test_placements_of_equal_score_are_chosen_at_random() -> None:
+    """findBestPlacement keeps the placement with the larger random tie-breaker among equal totals: over
+    many cycles every tied placement is chosen, and a placement with a lower total never is."""
+    pods, most = np.array([2, 2, 1, 2], dtype=np.int64), np.array([10, 10, 60, 10], dtype=np.int64)
+    # totals: 110, 110, 50 + 60 = 110, 110: all tied
+    assert {choose(pods, most, _evaluator(seed)) for seed in range(40)} == {0, 1, 2, 3}
+    pods, most = np.array([2, 2, 1], dtype=np.int64), np.array([10, 10, 59], dtype=np.int64)
+    assert {choose(pods, most, _evaluator(seed)) for seed in range(40)} == {0, 1}
+    # in integers: 3 of 3 -> 100 + 0; 2 of 3 -> 66 (not 66.7) + 34: tied
+    pods, most = np.array([3, 2], dtype=np.int64), np.array([0, 34], dtype=np.int64)
+    assert {choose(pods, most, _evaluator(seed)) for seed in range(40)} == {0, 1}
