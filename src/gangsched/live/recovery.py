@@ -39,7 +39,16 @@ from typing import Any
 
 from ..scheduler.decision import Notice
 from ..scheduler.podinfo import is_terminal
-from ..scheduler.recovery import CONTINUE, RESTART, STALL, Recovery, after_loss, release_at, stalled
+from ..scheduler.recovery import (
+    CONTINUE,
+    RESTART,
+    STALL,
+    Recovery,
+    after_loss,
+    recovering_after,
+    release_at,
+    stalled,
+)
 from ..scheduler.resources import pod_requests
 from ..store.change import Change
 from ..store.store import Store
@@ -226,8 +235,7 @@ class GangRecovery:
                 state.recovering = len(state.in_place)
         if action == RESTART:
             return self._delete_all(group, state, bound, now, "restart")
-        if state.recovering and len(in_place) >= state.recovering:
-            state.recovering = 0  # the replacements are in place: it goes on
+        state.recovering = recovering_after(running=len(in_place), recovering=state.recovering)
         state.in_place = set(in_place)
         state.gpus = sum(in_place.values())
         is_stalled = stalled(running=len(in_place), min_count=min_count, recovering=state.recovering)

@@ -25,6 +25,7 @@ __all__ = [
     "WAIT",
     "Recovery",
     "after_loss",
+    "recovering_after",
     "release_at",
     "stalled",
 ]
@@ -86,6 +87,12 @@ def stalled(*, running: int, min_count: int, recovering: int) -> bool:
     """A gang holds its members without progress: fewer than minCount run, or, after a STALL, fewer than the
     `recovering` members that ran before the loss (0: no loss being recovered from)."""
     return running < min_count or (recovering > 0 and running < recovering)
+
+
+def recovering_after(*, running: int, recovering: int) -> int:
+    """What is left of a STALL's `recovering` count once `running` members run: 0 when the replacements
+    are all there (the group goes on from its checkpoint), else unchanged."""
+    return 0 if recovering and running >= recovering else recovering
 
 
 def release_at(recovery: Recovery, below_since: float) -> float | None:

@@ -35,7 +35,7 @@ from ..api.gates import FeatureGates
 from ..scheduler import Profile, Scheduler, Timeline
 from ..scheduler.backfill import BackfillSettings
 from ..scheduler.policy import queue_policy
-from ..scheduler.recovery import WAIT, Recovery, stalled
+from ..scheduler.recovery import WAIT, Recovery, recovering_after, stalled
 from ..store import Change, Store
 from .delays import Delay
 from .failures import FailurePlan
@@ -241,8 +241,7 @@ class Simulation:
         """Re-derive rate, GPU states and the completion event after any change to `run` (at `now`)."""
         now = self.now
         self._accrue(run, now)
-        if run.recovering and len(run.running) >= run.recovering:
-            run.recovering = 0  # the replacements run: the job goes on from its checkpoint
+        run.recovering = recovering_after(running=len(run.running), recovering=run.recovering)
         run.rate = self._rate(run)
         if run.rate > 0 and run.start is None:
             run.start = now
