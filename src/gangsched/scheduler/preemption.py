@@ -63,6 +63,9 @@ class PreemptionView:
     rng: np.random.Generator
     # Gate PodGroupPreemptionPolicy: when off, a PodGroup's own preemptionPolicy is not honoured.
     group_preemption_policy: bool = True
+    # (placed pods, priority) -> the placed pods that may be in a unit below that priority, in their order
+    # (Scheduler.victim_keys): spares a walk over every running pod when none is of lower priority.
+    victim_keys: Callable[[Mapping[PodKey, Any], int], Iterable[PodKey]] | None = None
 
     def budgets(self) -> list[Budget]:
         pdbs = list(self.objects.list("PodDisruptionBudget"))
@@ -197,7 +200,9 @@ def nominated_nodes(view: PreemptionView, members: Sequence[PodInfo]) -> set[int
 
 def lower_priority_units(view: PreemptionView, priority: int) -> list[VictimUnit]:
     """Every preemption unit with priority strictly below `priority`."""
-    return collect_units(view.ev.snap.placed, view.pods, view.objects, below=priority)
+    placed = view.ev.snap.placed
+    keys = placed if view.victim_keys is None else view.victim_keys(placed, priority)
+    return collect_units(keys, view.pods, view.objects, below=priority)
 
 
 def _placements_fit(

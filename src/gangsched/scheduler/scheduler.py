@@ -9,7 +9,7 @@ returns what it decided. It never writes to the store; `run_until_stable` or the
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -122,6 +122,10 @@ class Scheduler:
         self.waiters = RoomWaiters()
         self._bound_priority: dict[PodKey, int] = {}  # running pods' priorities: may a root preempt?
         self._priorities_running: Counter[int] = Counter()
+        # The same running pods, for preemption's victim search: lone pods by priority, and group members
+        # (a member's unit takes its group's priority, so they are always looked at).
+        self._running_lone: dict[int, set[PodKey]] = {}
+        self._running_in_groups: set[PodKey] = set()
         self.skipped = 0  # cycles not run because the room bound showed they must fail
         self._snap: Snapshot | None = None
         self._ev: Evaluator | None = None
@@ -275,7 +279,7 @@ class Scheduler:
         if key in self._victim_of and pod.metadata.deletionTimestamp is not None:
             self._evicting.get(self._victim_of[key], {}).pop(key, None)  # its eviction has landed
         if bound:
-            self._count_running(key, pi.priority)
+            self._count_running(key, pi.priority, grouped=pi.group is not None)
         if self._snap is not None and bound and key not in self._snap.placed:
             node = self._snap.index.get(pod.spec.nodeName)
             if node is not None:
@@ -344,17 +348,42 @@ class Scheduler:
         """Where the nominator holds room for `key` (None: nowhere)."""
         return self._nominated.get(key)
 
-    def _count_running(self, key: PodKey, priority: int | None) -> bool:
+    def _count_running(self, key: PodKey, priority: int | None, *, grouped: bool = False) -> bool:
         """Track running pods' priorities (`priority=None`: the pod left); True if it was counted before."""
         old = self._bound_priority.pop(key, None)
         if old is not None:
             self._priorities_running[old] -= 1
             if not self._priorities_running[old]:
                 del self._priorities_running[old]
+            if key in self._running_in_groups:
+                self._running_in_groups.discard(key)
+            else:
+                lone = self._running_lone[old]
+                lone.discard(key)
+                if not lone:
+                    del self._running_lone[old]
         if priority is not None:
             self._bound_priority[key] = priority
             self._priorities_running[priority] += 1
+            if grouped:
+                self._running_in_groups.add(key)
+            else:
+                self._running_lone.setdefault(priority, set()).add(key)
         return old is not None
+
+    def victim_keys(self, placed: Mapping[PodKey, Any], below: int) -> Iterable[PodKey]:
+        """The pods of `placed` that may be in a preemption unit of priority < `below`, in `placed`'s order:
+        lone pods of lower priority and every group member. All of `placed` when it is not the running pods
+        (a cycle's own placements in it), so the answer never misses one."""
+        if len(placed) != len(self._bound_priority):
+            return placed
+        wanted = set(self._running_in_groups)
+        for priority, keys in self._running_lone.items():
+            if priority < below:
+                wanted |= keys
+        if not wanted:
+            return ()
+        return [key for key in placed if key in wanted]
 
     def _released(self) -> None:
         """Room was freed on some node: requeue the roots it may help (hints.py)."""
@@ -857,7 +886,12 @@ class Scheduler:
     ) -> PostFilterResult:
         """Preemption after an Unschedulable cycle (postfilter.py), so never in a cycle that binds."""
         view = PreemptionView(
-            self._evaluator(), self._pods, self.store, self.rng, self.gates.pod_group_preemption_policy
+            self._evaluator(),
+            self._pods,
+            self.store,
+            self.rng,
+            self.gates.pod_group_preemption_policy,
+            victim_keys=self.victim_keys,
         )
         return preempt_after_failure(view, pg, pods, result, rerun)
 
