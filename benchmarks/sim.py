@@ -6,8 +6,9 @@ summary. The baseline in the same command is the same replay with selective requ
 waiting root woken at every release, as NodeResourcesFit's hint does upstream), on the first `--baseline-jobs`
 jobs only (it is far slower); the ratio compares jobs per second. Never asserts.
 
-    python benchmarks/sim.py                                   # ../shared/traces/philly_jobs.csv
+    python benchmarks/sim.py PATH                              # PATH: your copy of philly_jobs.csv
     python benchmarks/sim.py PATH --limit 20000 --baseline-jobs 2000
+    python benchmarks/sim.py PATH --nodes 64 --no-baseline --plot philly   # one config, philly-64x8.png
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ import resource
 import subprocess
 import sys
 import time
+from typing import Any
 
 CONFIGS = (("light load", 352), ("heavy queueing", 64))
 
 
-def child(path: str, nodes: int, limit: int | None, wake_all: bool) -> None:
+def child(path: str, nodes: int, limit: int | None, wake_all: bool, plot_prefix: str) -> None:
     from gangsched.scheduler.scheduler import Scheduler
     from gangsched.sim import SimOptions, Workload
     from gangsched.sim.command import run_one
@@ -51,29 +53,39 @@ def child(path: str, nodes: int, limit: int | None, wake_all: bool) -> None:
         "summary": {k: v for k, v in summary.items() if k != "starvation"},
         "starvation": summary["starvation"],
     }
+    if plot_prefix:
+        from gangsched.sim.output import plot
+
+        name = f"{plot_prefix}-{nodes}x8.png"
+        plot(name, [result], [f"gang, {nodes} x 8 GPUs"], [sim.ledger.samples])
+        out["plot"] = name
     print(json.dumps(out))
 
 
-def run(path: str, nodes: int, limit: int | None, wake_all: bool = False) -> dict:  # type: ignore[type-arg]
-    cmd = [sys.executable, __file__, "--child", path, str(nodes), str(limit or 0), str(int(wake_all))]
+def run(path: str, nodes: int, limit: int | None, wake_all: bool = False, plot_prefix: str = "") -> Any:
+    args = [path, str(nodes), str(limit or 0), str(int(wake_all)), plot_prefix]
+    cmd = [sys.executable, __file__, "--child", *args]
     done = subprocess.run(cmd, capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     if sys.argv[1:2] == ["--child"]:
-        path, nodes, limit, wake_all = sys.argv[2:6]
-        child(path, int(nodes), int(limit) or None, wake_all == "1")
+        path, nodes, limit, wake_all, plot_prefix = sys.argv[2:7]
+        child(path, int(nodes), int(limit) or None, wake_all == "1", plot_prefix)
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("path", nargs="?", default="../shared/traces/philly_jobs.csv")
+    parser.add_argument("path", help="the philly trace (philly_jobs.csv; not shipped)")
     parser.add_argument("--limit", type=int, help="only the first N jobs")
+    parser.add_argument("--nodes", type=int, choices=[n for _, n in CONFIGS], help="only this configuration")
     parser.add_argument("--baseline-jobs", type=int, default=2000)
+    parser.add_argument("--no-baseline", action="store_true", help="skip the baseline and its comparison")
+    parser.add_argument("--plot", default="", help="write PREFIX-<nodes>x8.png per configuration")
     args = parser.parse_args()
     for label, nodes in CONFIGS:
-        r = run(args.path, nodes, args.limit)
-        base = run(args.path, nodes, args.baseline_jobs, wake_all=True)
-        ours = run(args.path, nodes, args.baseline_jobs)
+        if args.nodes is not None and nodes != args.nodes:
+            continue
+        r = run(args.path, nodes, args.limit, plot_prefix=args.plot)
         s = r["summary"]
         h = 3600.0
         print(f"== {nodes} x 8 GPUs ({label}): {r['jobs']:,} jobs")
@@ -90,6 +102,12 @@ def main() -> None:
         for bucket, b in r["starvation"].items():
             print(f"   {bucket:>10}: {b['jobs']:>6,} jobs, max wait {b['max_wait_s'] / h:8.1f} h, "
                   f"p99 {b['p99_wait_s'] / h:8.1f} h")  # fmt: skip
+        if "plot" in r:
+            print(f"   plot: {r['plot']}")
+        if args.no_baseline:
+            continue
+        base = run(args.path, nodes, args.baseline_jobs, wake_all=True)
+        ours = run(args.path, nodes, args.baseline_jobs)
         ratio = (ours["jobs"] / ours["wall_s"]) / (base["jobs"] / base["wall_s"])
         print(f"   baseline, first {base['jobs']:,} jobs with every waiting root woken at every release: "
               f"{base['jobs'] / base['wall_s']:,.0f} jobs/s, {base['cycles']:,} cycles")  # fmt: skip
