@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from gangsched.sim import SimOptions
+from gangsched.sim import FailureEvent, FailurePlan, SimOptions
 
 from .story import group, node, pod, simulate
 
@@ -64,3 +64,19 @@ def test_the_preemptor_does_not_preempt_again_while_its_victims_terminate() -> N
     s, jobs, sim = simulate(_docs(), SimOptions(checkpoint_s=300.0, termination_s=300.0))
     assert len(sim.store.evictions) == 4 and s["preemptions"] == 4
     assert jobs["h"]["start_s"] == 800.0
+
+
+def test_a_node_failing_while_victims_terminate_takes_them_at_once() -> None:
+    """node-0 fails at 510 s, 10 s into the 30 s termination, and is back at 1510 s. The victims go with the
+    node (4 GPUs x 10 s terminating). At 1510 s h (higher priority) binds first and ends at 1610 s; g's
+    replacements need all 4 GPUs and run from 1610 s: 700 s left after the checkpoint, done at 2310 s. The
+    failure loses no more work: g's pods were no longer running."""
+    failures = FailurePlan(events=(FailureEvent(510.0, "node", "node-0"),), node_repair_s=1000.0)
+    options = SimOptions(checkpoint_s=300.0, termination_s=30.0, failures=failures)
+    s, jobs, sim = simulate(_docs(), options)
+    assert (jobs["h"]["start_s"], jobs["h"]["end_s"]) == (1510.0, 1610.0)
+    assert jobs["g"]["end_s"] == 2310.0
+    assert (s["preemptions"], s["failures"]) == (4, 1)
+    assert s["lost_gpu_hours"] == pytest.approx(800 / H)
+    assert s["idle_by_cause"]["terminating"] == pytest.approx(4 * 10 / H)
+    assert sim.ledger.free(0) == 4.0, "every GPU is free again at the end"
