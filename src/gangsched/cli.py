@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import math
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -82,7 +83,7 @@ def _backfill(ctx: click.Context, _param: click.Parameter, value: str | None) ->
         depth = 1 if value is None else None if value == "all" else int(value)
         settings = BackfillSettings(
             depth=depth,
-            window=params.get("bf_window", 86_400.0),
+            window=math.inf if params.get("bf_window") is None else params["bf_window"],
             resolution=params.get("bf_resolution", 60.0),
             interval=params.get("bf_interval", 30.0),
             aging_rate=params.get("aging_rate", 0.0),
@@ -131,8 +132,9 @@ def backfill_options(f: Any) -> Any:
     """Reservations + backfill (docs/backfill.md): `--backfill DEPTH` turns it on (1: EASY, N, all:
     conservative, 0: none); the planning options are Slurm's bf_window, bf_resolution and bf_interval."""
     plan = [
-        click.option("--bf-window", type=float, default=86_400.0, show_default=True, is_eager=True,
-                     help="Planning window: no reservation starts later than this many seconds ahead."),
+        click.option("--bf-window", type=float, default=None, is_eager=True,
+                     help="Planning window: no reservation starts later than this many seconds ahead "
+                     "(default: unbounded, see docs/backfill.md)."),
         click.option("--bf-resolution", type=float, default=60.0, show_default=True, is_eager=True,
                      help="Planning time step, seconds."),
         click.option("--bf-interval", type=float, default=30.0, show_default=True, is_eager=True,
@@ -298,7 +300,7 @@ def explain(
     output: str,
     seed: int,
     backfill: BackfillSettings | None,
-    bf_window: float,
+    bf_window: float | None,
     bf_resolution: float,
     **_planning: float,
 ) -> None:
@@ -310,7 +312,7 @@ def explain(
     from .scheduler.plan import PlanSettings
 
     try:
-        settings = PlanSettings(window=bf_window, resolution=bf_resolution)
+        settings = PlanSettings(window=math.inf if bf_window is None else bf_window, resolution=bf_resolution)
     except ValueError as e:
         raise BadInput(str(e)) from e
     objects, problems = expanded_inputs(paths, gates)
@@ -379,7 +381,15 @@ def _sizes(text: str) -> dict[int, float]:
 @click.option("--trace", help="philly:PATH, openb:PODS,NODES or synthetic:JOBS.")
 @click.option("--nodes", type=int, help="Add N nodes of --gpus-per-node GPUs.")
 @click.option("--gpus-per-node", type=int, default=8, show_default=True)
-@click.option("--limit", type=int, help="Only the first N jobs of the trace.")
+@click.option("--limit", type=int, help="Only the first N jobs of the trace, in submission order.")
+@click.option(
+    "--philly-namespaces",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="philly: map virtual clusters to N namespaces (the N-1 with the most GPU-time alone, the rest "
+    "together as vc-rest).",
+)
 @policy_option
 @click.option("--compare", help="Run each of these policies (comma-separated) on the same workload.")
 @click.option(
@@ -449,6 +459,7 @@ def simulate(
     nodes: int | None,
     gpus_per_node: int,
     limit: int | None,
+    philly_namespaces: int,
     policy: str,
     compare: str | None,
     recovery: Recovery,
@@ -494,7 +505,8 @@ def simulate(
             raise BadInput(f"--compare: unknown policy {p!r} (known: {', '.join(QUEUE_POLICIES)})")
     request = SimRequest(
         paths=tuple(paths), trace=trace, nodes=nodes, gpus_per_node=gpus_per_node, limit=limit,
-        arrival_rate_per_h=arrival_rate, gang_sizes=gang_sizes, mean_duration_s=mean_duration or 1.0,
+        philly_namespaces=philly_namespaces, arrival_rate_per_h=arrival_rate, gang_sizes=gang_sizes,
+        mean_duration_s=mean_duration or 1.0,
         seed=seed, gates=gates,
     )  # fmt: skip
     options = SimOptions(

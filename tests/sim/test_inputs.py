@@ -37,6 +37,34 @@ def test_philly_sorted_by_submission_and_big_jobs_split_into_gangs_of_8_gpu_pods
     assert objects[1].spec.containers[0].resources.requests == {"nvidia.com/gpu": "8"}
 
 
+def test_philly_limit_takes_the_first_rows_in_submission_order_not_file_order(tmp_path: Path) -> None:
+    """The file lists the 07:00:10 jobs first; --limit 2 must take the 07:00:00 job and the first 07:00:10."""
+    path = tmp_path / "philly.csv"
+    path.write_text(PHILLY)
+    jobs = philly(str(path), limit=2)
+    assert [(j.submit, j.duration) for j in jobs] == [(0.0, 30.0), (10.0, 60.0)]
+
+
+def test_a_lone_philly_job_carries_its_run_time_for_the_planner(tmp_path: Path) -> None:
+    path = tmp_path / "philly.csv"
+    path.write_text(PHILLY)
+    (pod_,) = philly(str(path))[0].make()
+    assert pod_.metadata.annotations == {"gangsched.io/duration": "30.0"}
+
+
+def test_philly_virtual_clusters_become_namespaces_by_gpu_time(tmp_path: Path) -> None:
+    """GPU-time: a 30 + 960 = 990, b 1080, c 5 x 100 = 500. Two namespaces: b alone, a and c together."""
+    path = tmp_path / "philly.csv"
+    path.write_text(PHILLY + "2017-10-09 07:00:20,100.0,5,500.0,c\n")
+    assert [j.namespace for j in philly(str(path), namespaces=2)] == ["vc-rest", "vc-rest", "vc-b", "vc-rest"]
+    three = philly(str(path), namespaces=3)
+    assert [j.namespace for j in three] == ["vc-a", "vc-a", "vc-b", "vc-rest"]
+    assert all(o.metadata.namespace == "vc-b" for o in three[2].make())
+    assert {j.namespace for j in philly(str(path))} == {"default"}
+    # Ranked among the rows replayed: the first two rows alone are all a's.
+    assert [j.namespace for j in philly(str(path), limit=2, namespaces=2)] == ["vc-a", "vc-a"]
+
+
 @pytest.mark.parametrize(
     ("row", "message"),
     [("2017-13-09 07:00:00,1,1,1,a", "line 2: timestamp"),

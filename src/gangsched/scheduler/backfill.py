@@ -29,13 +29,13 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from ..store.change import Change
-from .estimates import Estimate, History, owner_of
+from .estimates import Estimate, History, estimate_of, owner_of
 from .plan import (
     EPOCH,
     INFINITE,
@@ -66,7 +66,7 @@ class BackfillSettings:
     waiting roots one plan looks at (bf_max_job_test)."""
 
     depth: int | None = 1
-    window: float = 86_400.0
+    window: float = INFINITE  # unbounded: see PlanSettings
     resolution: float = 60.0
     interval: float = 30.0
     aging_rate: float = 0.0
@@ -119,22 +119,33 @@ class Backfill:
     changed: bool = True  # work started or ended since the plan: redo it once `interval` has passed
     _first_seen: dict[RootKey, float] = field(default_factory=dict)
     _estimates: dict[RootKey, Estimate] = field(default_factory=dict)
+    _planned: set[RootKey] = field(default_factory=set)  # the roots the last plan gave a start
+    _late: dict[RootKey, float] = field(default_factory=dict)  # work that ended past its estimate, when
 
     # --- what changes the plan ---------------------------------------------------------------------------
     def touch(self, change: Change | None = None) -> None:
-        """Work started or ended, or roots came: the plan is redone at the latest `interval` later. Until
-        then its reservations stand: work that ends early only makes them safe, overruns are seen then.
-        With a `history`, a pod that ends after running records its run time under its owner."""
-        self.changed = True
-        if self.history is None or change is None or change.kind != "Pod":
+        """Work started or ended, or roots came. Until the next plan the reservations stand: work started
+        since respects them, work that ends when expected frees what the plan already counted free. So only
+        work that ends before its expected end (room the plan did not count on) calls for a plan, at the
+        latest `interval` later; so does any change when the plan's order moves with time or shares (aging,
+        fair share). Overruns are caught when a reservation's start has come (`_fresh`). With a
+        `history`, a pod that ends after running records its run time under its owner."""
+        if change is None or change.kind != "Pod":
+            self.changed = True
             return
         pod, old = change.obj, change.old
         ended = change.action == "delete" or is_terminal(pod)
         was_running = (old if old is not None else pod).spec.nodeName and not (
             old is not None and is_terminal(old)
         )
-        if ended and was_running:
-            started = started_at(pod)
+        if not (ended and was_running):
+            self.changed |= self._order_moves
+            return
+        started = started_at(pod)
+        now = self.scheduler.store.clock()
+        if self._order_moves or self._ended_early(pod, started, now):
+            self.changed = True
+        if self.history is not None:
             owner = owner_of(pod)
             if (
                 owner is None
@@ -143,19 +154,50 @@ class Backfill:
             ):
                 owner = ("PodGroup", pod.metadata.namespace or "", pod.spec.schedulingGroup.podGroupName)
             if started is not None and owner is not None:
-                self.history.record(owner, self.scheduler.store.clock() - started)
+                self.history.record(owner, now - started)
+
+    @property
+    def _order_moves(self) -> bool:
+        """Whether the plan's order changes with time or with what runs (aging, fair share)."""
+        s = self.settings
+        return (s.aging_rate > 0 and s.aging_cap > 0) or s.fair_share is not None
+
+    def _ended_early(self, pod: Any, started: float | None, now: float) -> bool:
+        """Did the pod's work end a resolution step or more before its estimate said (or without one)?
+        Work that ended after its expected end is remembered as late, a cause of the slips it made."""
+        try:
+            root = self.scheduler.root_of(
+                self.scheduler.pod((pod.metadata.namespace or "", pod.metadata.name))
+            )
+        except KeyError:
+            return True
+        estimate = self._estimates.pop(root, None)
+        if estimate is None:
+            estimate = (
+                estimate_of([pod], self.scheduler.store, None, self.history)
+                if root[0] == "Pod"
+                else root_estimate(self.scheduler, root, self.history)
+            )
+        if estimate.seconds is None or started is None:
+            return True  # unknown: it may have freed room the plan did not count on
+        expected = started + estimate.seconds
+        if now > expected and self.reservations:
+            self._late[root] = now
+        return now < expected - self.settings.resolution
 
     def forget(self, root: RootKey) -> None:
         """The root started or left: its reservation is released and the next head gets one at once."""
-        if self.reservations.pop(root, None) is not None:
+        if self.reservations.pop(root, None) is not None or root in self._planned:
             self.dirty = True
+        self._planned.discard(root)
         self._estimates.pop(root, None)
 
     def failed(self, root: RootKey) -> None:
-        """The root's cycle failed: if it holds no reservation while fewer than `depth` are held, replan
-        before the next cycle, so that the head is protected at once rather than an interval later."""
+        """The root's cycle failed: if it was not planned while fewer than `depth` roots are (at least the
+        head, even at depth 0, for its ETA), replan before the next cycle, so that the head is protected at
+        once rather than an interval later."""
         depth = self.settings.depth
-        if root not in self.reservations and (depth is None or len(self.reservations) < depth):
+        if root not in self._planned and (depth is None or len(self._planned) < max(depth, 1)):
             self.dirty = True
 
     # --- order ---------------------------------------------------------------------------------------------
@@ -215,8 +257,11 @@ class Backfill:
         old = self.reservations
         running = running_work(self.scheduler, now, settings, self.history, self._estimates)
         held: list[Reservation] = []
+        # Depth 0 keeps no reservation but still plans the head, so that its ETA is known (explain, and
+        # ETA accuracy in a replay) under any policy.
+        planned: set[RootKey] = set()
         for queued in self.order(now)[: s.max_job_test]:
-            if s.depth is not None and len(held) >= s.depth:
+            if s.depth is not None and len(planned) >= max(s.depth, 1):
                 break
             place = self.scheduler.placer(queued.key)
             if place is None:
@@ -226,10 +271,13 @@ class Backfill:
             )
             if r is None:
                 continue
+            planned.add(queued.key)
             self.first_eta.setdefault(queued.key, r.start)
+            if s.depth == 0:
+                continue
             before = old.get(queued.key)
             if before is not None and r.start > before.start + 1e-9:
-                causes = self._causes(before, r, running.works, now)
+                causes = self._causes(before, r, running.works)
                 self.slips.append(Slip(queued.key, now, before.start, r.start, causes))
             if r.start <= now:
                 # It fits now: give it its cycle, and hold its nodes until then, or roots before it in queue
@@ -237,19 +285,18 @@ class Backfill:
                 self.scheduler.queue.move_to_active(queued.key)
             held.append(r)
         self.reservations = {r.root: r for r in held}
+        self._planned = planned
         self.planned_at, self.dirty, self.changed = now, False, False
+        self._late.clear()
 
-    @staticmethod
-    def _causes(
-        before: Reservation, after: Reservation, running: list[RunningWork], now: float
-    ) -> tuple[str, ...]:
+    def _causes(self, before: Reservation, after: Reservation, running: list[RunningWork]) -> tuple[str, ...]:
         """Why a reservation moved later: work it waited for that ran past its estimate (still running past
         it, or gone only after its expected end), or reservations that came ahead of it."""
         still = {w.root: w for w in running}
         late = [
             b
             for b in before.blockers
-            if (b.root in still and still[b.root].overrun) or (b.root not in still and b.end < now)
+            if (b.root in still and still[b.root].overrun) or (b.root not in still and b.root in self._late)
         ]
         causes = [
             f"{_name(b.root)} ran past its estimate of {b.estimate.seconds or 0:.0f}s"
@@ -260,7 +307,12 @@ class Backfill:
         return tuple(causes) or ("the nodes it waits for are expected later than planned",)
 
     def _fresh(self, now: float) -> None:
-        if self.dirty or (self.changed and now >= self.planned_at + self.settings.interval):
+        """Replan when the plan is wrong (dirty), or at most every `interval` when room came early or the
+        order moved (changed) or a reservation's start has come without its root starting (an overrun)."""
+        due = now >= self.planned_at + self.settings.interval and (
+            self.changed or any(r.start <= now for r in self.reservations.values())
+        )
+        if self.dirty or due:
             self.replan(now)
 
     # --- the rules -----------------------------------------------------------------------------------------

@@ -51,10 +51,12 @@ EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)  # the store's time 0 (store.EPOC
 
 @dataclass(frozen=True, slots=True)
 class PlanSettings:
-    """Slurm's bf_window (how far ahead reservations are made; default 1 day) and bf_resolution (time step
-    of the plan; default 60 s), in seconds."""
+    """Slurm's bf_window (how far ahead reservations are made) and bf_resolution (time step of the plan;
+    default 60 s), in seconds. The window is unbounded by default, unlike Slurm's 1 day: Slurm advises a
+    window at least as long as the longest time limit, and work here need not have one (docs/backfill.md).
+    Unbounded costs nothing extra: the candidate times are the expected ends of running work anyway."""
 
-    window: float = 86_400.0
+    window: float = INFINITE
     resolution: float = 60.0
 
     def __post_init__(self) -> None:

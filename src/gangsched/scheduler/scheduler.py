@@ -614,6 +614,11 @@ class Scheduler:
         if now is None:
             now = self.clock()
         decision = Decision()
+        if self.backfill is not None and self.backfill.dirty:
+            # A reserved root started or left, or the head lacks a reservation: plan now, not at the next
+            # cycle (which may be long after, when nothing wakes the queue): the new head's ETA dates from
+            # here, and a head that fits now is woken.
+            self.backfill.replan(self.store.clock())
         root = self.queue.pop(now)
         if root is not None:
             skipped = self.skipped

@@ -34,7 +34,8 @@ class SimRequest:
     trace: str | None = None  # philly:PATH | openb:PODS,NODES | synthetic:JOBS
     nodes: int | None = None
     gpus_per_node: int = 8
-    limit: int | None = None  # only the first N jobs of a trace
+    limit: int | None = None  # only the first N jobs of a trace (in submission order)
+    philly_namespaces: int = 1  # philly: virtual clusters mapped to this many namespaces (inputs.philly)
     arrival_rate_per_h: float = 10.0
     gang_sizes: dict[int, float] = field(default_factory=lambda: {1: 0.6, 2: 0.2, 4: 0.15, 8: 0.05})
     mean_duration_s: float = 3600.0
@@ -63,7 +64,7 @@ def build_workload(request: SimRequest) -> Workload:
         if request.trace:
             kind, _, arg = request.trace.partition(":")
             if kind == "philly" and arg:
-                workload.jobs += philly(arg, request.limit)
+                workload.jobs += philly(arg, request.limit, request.philly_namespaces)
                 workload.source = request.trace
             elif kind == "openb" and arg.count(",") == 1:
                 pods, nodes = arg.split(",")

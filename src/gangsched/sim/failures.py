@@ -73,6 +73,8 @@ class FailureInjector:
         self.lost_gpu_s = 0.0
         self.failures = 0
         self.preemptions = 0
+        # Every pod the Scheduler evicted: (time, pod, its job, GPU-seconds of progress that loss threw away).
+        self.evicted: list[tuple[float, PodKey, JobRun, float]] = []
         self._fail_at_start: set[str] = {e.target for e in self.plan.events if e.kind == "start"}
         self._down: dict[str, Any] = {}
 
@@ -171,8 +173,7 @@ class FailureInjector:
         obj = obj if obj is not None else sim.store.get("Pod", key)
         was_running = key in run.running
         running_before = len(run.running)
-        if preempted:
-            self.preemptions += 1
+        lost_before = self.lost_gpu_s
         sim.remove_pod(run, key)
         job = run.job
         action = after_loss(
@@ -189,6 +190,7 @@ class FailureInjector:
                 run.member_work[new] = saved
         elif action == RESTART:
             run.work = self._lose(run, run.work, job.gpus)
+            self._count_eviction(run, key, preempted, lost_before)
             self._restart(run)
             return
         else:
@@ -196,7 +198,13 @@ class FailureInjector:
                 run.work = self._lose(run, run.work, job.gpus)
                 run.recovering = running_before  # no progress until the replacements run
             self._replace(run, key, obj)
+        self._count_eviction(run, key, preempted, lost_before)
         sim.state_changed(run)
+
+    def _count_eviction(self, run: JobRun, key: PodKey, preempted: bool, lost_before: float) -> None:
+        if preempted:
+            self.preemptions += 1
+            self.evicted.append((self.sim.now, key, run, self.lost_gpu_s - lost_before))
 
     def _lose(self, run: JobRun, work: float, gpus: float) -> float:
         """Count the work since the last checkpoint as lost (times `gpus`); returns the work saved."""

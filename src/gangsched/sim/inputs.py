@@ -69,9 +69,20 @@ def gpu_nodes(count: int, gpus_per_node: int) -> list[Any]:
     return [node(f"node-{i:04d}", resources) for i in range(count)]
 
 
-def _pod(name: str, submit: float, group: str | None, requests: dict[str, str]) -> Any:
+def _pod(
+    name: str,
+    submit: float,
+    group: str | None,
+    requests: dict[str, str],
+    duration: float | None = None,
+    namespace: str = NAMESPACE,
+) -> Any:
+    """A pod of a generated job; a lone pod carries the job's run time (a gang's is on its PodGroup)."""
+    annotations = {DURATION_ANNOTATION: repr(duration)} if duration is not None and not group else None
     return core_v1.Pod(
-        metadata=meta_v1.ObjectMeta(name=name, namespace=NAMESPACE, creationTimestamp=_stamp(submit)),
+        metadata=meta_v1.ObjectMeta(
+            name=name, namespace=namespace, creationTimestamp=_stamp(submit), annotations=annotations
+        ),
         spec=core_v1.PodSpec(
             containers=[
                 core_v1.Container(name="main", resources=core_v1.ResourceRequirements(requests=requests))
@@ -81,11 +92,13 @@ def _pod(name: str, submit: float, group: str | None, requests: dict[str, str]) 
     )
 
 
-def _pod_group(name: str, submit: float, min_count: int, duration: float | None) -> Any:
+def _pod_group(
+    name: str, submit: float, min_count: int, duration: float | None, namespace: str = NAMESPACE
+) -> Any:
     annotations = {DURATION_ANNOTATION: repr(duration)} if duration is not None else None
     return scheduling_v1beta1.PodGroup(
         metadata=meta_v1.ObjectMeta(
-            name=name, namespace=NAMESPACE, creationTimestamp=_stamp(submit), annotations=annotations
+            name=name, namespace=namespace, creationTimestamp=_stamp(submit), annotations=annotations
         ),
         spec=scheduling_v1beta1.PodGroupSpec(
             schedulingPolicy=scheduling_v1beta1.PodGroupSchedulingPolicy(
@@ -96,17 +109,23 @@ def _pod_group(name: str, submit: float, min_count: int, duration: float | None)
 
 
 def gang_job(
-    name: str, submit: float, duration: float | None, pods: int, requests: dict[str, str], gpus_per_pod: float
+    name: str,
+    submit: float,
+    duration: float | None,
+    pods: int,
+    requests: dict[str, str],
+    gpus_per_pod: float,
+    namespace: str = NAMESPACE,
 ) -> SimJob:
     """A generated job: a lone pod when `pods == 1`, else a gang of `pods` (minCount = pods)."""
     names = [name] if pods == 1 else [f"{name}-{i}" for i in range(pods)]
     group = None if pods == 1 else name
 
     def make() -> list[Any]:
-        objects = [_pod_group(name, submit, pods, duration)] if group else []
-        return objects + [_pod(n, submit, group, requests) for n in names]
+        objects = [_pod_group(name, submit, pods, duration, namespace)] if group else []
+        return objects + [_pod(n, submit, group, requests, duration, namespace) for n in names]
 
-    return SimJob(NAMESPACE, name, submit, duration, pods, pods, "gang", gpus_per_pod, names, group, make)
+    return SimJob(namespace, name, submit, duration, pods, pods, "gang", gpus_per_pod, names, group, make)
 
 
 # --- traces ----------------------------------------------------------------------------------------------
@@ -133,9 +152,13 @@ def _number(path: str, line: int, row: dict[str, str], column: str, kind: Callab
     return value
 
 
-def philly(path: str, limit: int | None = None) -> list[SimJob]:
-    """The philly jobs (sorted by submission, ties in file order), optionally only the first `limit`."""
-    raw: list[tuple[float, int, float, int]] = []
+def philly(path: str, limit: int | None = None, namespaces: int = 1) -> list[SimJob]:
+    """The philly jobs (sorted by submission, ties in file order), optionally only the first `limit`.
+
+    `namespaces` N > 1 maps Philly's virtual clusters (column `cluster`) to N namespaces of unequal demand:
+    the N - 1 virtual clusters with the most GPU-time (num_gpus x duration) among the rows replayed each get
+    their own namespace `vc-<id>`, all the others share `vc-rest`. With 1, every job is in `default`."""
+    raw: list[tuple[float, int, float, int, str]] = []
     for line, row in _rows(path, ("timestamp", "duration", "num_gpus")):
         try:
             stamp = dt.datetime.fromisoformat(row["timestamp"]).replace(tzinfo=dt.UTC)
@@ -146,17 +169,33 @@ def philly(path: str, limit: int | None = None) -> list[SimJob]:
         gpus = int(_number(path, line, row, "num_gpus", int))
         if gpus < 1:
             raise TraceError(f"{path}: line {line}: num_gpus: must be >= 1: {gpus}")
-        raw.append((stamp.timestamp(), line, duration, gpus))
+        raw.append((stamp.timestamp(), line, duration, gpus, row.get("cluster") or ""))
     raw.sort()
     if limit is not None:
         raw = raw[:limit]
+    namespace_of = _virtual_clusters(path, raw, namespaces)
     start = raw[0][0] if raw else 0.0
     jobs = []
-    for i, (when, _, duration, gpus) in enumerate(raw):
+    for i, (when, _, duration, gpus, cluster) in enumerate(raw):
         pods = -(-gpus // NODE_GPUS)
         per_pod = -(-gpus // pods)  # 12 GPUs: 2 pods of 6; 16: 2 of 8
-        jobs.append(gang_job(f"philly-{i:05d}", when - start, duration, pods, {GPU: str(per_pod)}, per_pod))
+        job = gang_job(f"philly-{i:05d}", when - start, duration, pods, {GPU: str(per_pod)}, per_pod,
+                       namespace_of.get(cluster, NAMESPACE))  # fmt: skip
+        jobs.append(job)
     return jobs
+
+
+def _virtual_clusters(path: str, raw: list[tuple[float, int, float, int, str]], count: int) -> dict[str, str]:
+    """Virtual cluster -> namespace: the `count - 1` with the most GPU-time alone, the rest together."""
+    if count <= 1:
+        return {}
+    demand: dict[str, float] = {}
+    for _, line, duration, gpus, cluster in raw:
+        if not cluster:
+            raise TraceError(f"{path}: line {line}: cluster: needed to map jobs to namespaces")
+        demand[cluster] = demand.get(cluster, 0.0) + duration * gpus
+    ranked = sorted(demand, key=lambda c: (-demand[c], c))
+    return {c: f"vc-{c}" if i < count - 1 else "vc-rest" for i, c in enumerate(ranked)}
 
 
 def openb(pods_path: str, nodes_path: str) -> Workload:

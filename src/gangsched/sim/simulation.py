@@ -39,6 +39,7 @@ from ..scheduler.recovery import WAIT, Recovery, recovering_after, stalled
 from ..store import Change, Store
 from .delays import Delay
 from .failures import FailurePlan
+from .fairness import ShareLog
 from .metrics import GpuLedger
 from .workload import SimJob, Workload
 
@@ -114,9 +115,13 @@ class Simulation:
         self.node_index = {n.metadata.name: i for i, n in enumerate(nodes)}
         per_node = [float((n.status.allocatable or {}).get(workload.gpu_resource, 0)) for n in nodes]
         self.ledger = GpuLedger(np.array(per_node) / workload.gpu_scale)
+        self.shares = ShareLog()  # per namespace: GPUs held and jobs waiting, for fairness (fairness.py)
         self.runs: list[JobRun] = []
         self._by_pod: dict[PodKey, JobRun] = {}
         self._leaving: dict[PodKey, tuple[int, float]] = {}  # terminating victims: (node index, GPUs held)
+        # Every name a job's roots ever had (its PodGroup, its pods, their replacements): to tell whose
+        # reservation, ETA or preemption a scheduler's record is about, also after the job ended.
+        self.job_of: dict[tuple[str, str], JobRun] = {}
         self.preemptions = 0
         self.failures_injected = 0
         self.end = 0.0
@@ -158,6 +163,9 @@ class Simulation:
         self.runs.append(run)
         for key in run.pods:
             self._by_pod[key] = run
+            self.job_of[key] = run
+        if job.group is not None:
+            self.job_of[(job.namespace, job.group)] = run
         objects = job.make()
         pods = [o for o in objects if o.kind == "Pod"]
         now: list[Any] = [o for o in objects if o.kind != "Pod"]
@@ -196,6 +204,7 @@ class Simulation:
         run.pods[key] = node
         run.bound += 1
         self.ledger.take(self.node_index[node], run.job.gpus_per_pod)
+        self.shares.held(self.now, run.job.namespace, run.job.gpus_per_pod)
         delay = self.options.startup.draw(self.rng)
         if delay > 0:
             self.timeline.at(self.now + delay, partial(self._started, run, key, node), priority=0)
@@ -254,6 +263,8 @@ class Simulation:
         waiting = self._waiting(run)
         if waiting != run.waiting:
             self.ledger.waiting(run.waiting, waiting)
+            if (run.waiting is None) != (waiting is None):
+                self.shares.backlog(now, job.namespace, 1 if waiting is not None else -1)
             run.waiting = waiting
         self.injector.after_update(run)
         run.version += 1
@@ -328,6 +339,7 @@ class Simulation:
             run.pods[key] = None
             run.bound -= 1
             self.ledger.give(self.node_index[node], run.job.gpus_per_pod)
+            self.shares.held(self.now, run.job.namespace, -run.job.gpus_per_pod)
             del self._by_pod[key]  # our own deletion: not a loss
             self.store.delete("Pod", key)
 
@@ -344,6 +356,7 @@ class Simulation:
         """Add a replacement pod for `run` (its key is already in `run.pods`, unbound)."""
         key = (obj.metadata.namespace, obj.metadata.name)
         self._by_pod[key] = run
+        self.job_of[key] = run
         self.store.add(obj)
         self._update(run)
 
@@ -355,6 +368,9 @@ class Simulation:
         if node is not None:
             run.pods[key] = None
             run.bound -= 1
+            # The namespace's share ends with the job's hold on the pod (a terminating victim still holds
+            # its node's GPUs, as the ledger counts, but no longer for its job).
+            self.shares.held(self.now, run.job.namespace, -run.job.gpus_per_pod)
             self._by_pod.pop(key, None)
             obj = self.store.get("Pod", key)
             if obj is not None and obj.metadata.deletionTimestamp is not None:
