@@ -448,7 +448,9 @@ def _sizes(text: str) -> dict[int, float]:
     help="--sweep: arrival-rate multipliers (every arrival time divided by each).",
 )
 @click.option(
-    "--seeds", callback=_parse_with(lambda v: _numbers(v, int, "--seeds")), help="--sweep: default --seed."
+    "--seeds",
+    callback=_parse_with(lambda v: _numbers(v, int, "--seeds")),
+    help="--sweep: seeds, comma-separated (default: --seed).",
 )
 @click.option("--workers", type=click.IntRange(min=1), help="--sweep: processes at once (default: CPUs).")
 @click.option("--ray", "ray_address", help="--sweep on this Ray cluster (pip install 'gangsched[ray]').")
