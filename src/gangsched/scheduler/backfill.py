@@ -2,9 +2,10 @@
 still fills the gaps.
 
 Slurm's backfill scheduler, applied to roots (see docs/backfill.md for its rules and sources):
-1. The plan. At the latest `interval` seconds after work started or ended (Slurm's bf_interval), and at
-   once when a reserved root started or left or a root failed with fewer than `depth` reservations held,
-   the waiting roots that have already failed a cycle are
+1. The plan. At once when a planned root started or left or a root failed with fewer than `depth` planned,
+   and at most every `interval` seconds (Slurm's bf_interval) after work ended before its estimate, a
+   reservation's start came without its root (an overrun), or, with aging or fair share, anything started
+   or ended (see `touch` and `_fresh`), the waiting roots that have already failed a cycle are
    taken in order of effective priority (priority + aging, then creation). Each gets its earliest start
    around the reservations made before it (plan.py). The first `depth` of them keep that start as a
    reservation of concrete nodes (depth 1: EASY backfill; None: every one, conservative); one that can

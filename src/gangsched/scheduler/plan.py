@@ -158,9 +158,12 @@ def running_work(
     caches roots' estimates between calls (a running root's does not change)."""
     snap = scheduler.snapshot()
     by_root: dict[RootKey, list[Any]] = {}
-    for pi in scheduler.pods():
-        pod = pi.pod
-        if pod.spec.nodeName and pi.key in snap.placed and not is_terminal(pod):
+    for key in snap.placed:  # the placed pods only: the pending ones can be many more
+        try:
+            pi = scheduler.pod(key)
+        except KeyError:
+            continue  # held for a pod the scheduler does not track
+        if pi.pod.spec.nodeName and not is_terminal(pi.pod):
             by_root.setdefault(scheduler.root_of(pi), []).append(pi)
     cache = estimates if estimates is not None else {}
     works = []
