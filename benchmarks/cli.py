@@ -68,6 +68,11 @@ def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
+def _rate(pods: int, seconds: float) -> str:
+    """Pods per second, or "-" when the noise of a busy machine left no positive difference."""
+    return f"{pods / seconds:.0f}" if seconds > 0 else "-"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -96,11 +101,11 @@ def main(argv: list[str] | None = None) -> int:
                     wall, cpu = timed(argv, env)
                     best[step] = (min(best[step][0], wall), min(best[step][1], cpu))
             run = engine.median_run(name, False, "gang", None, 1)
-            net = max(best["total"][0] - best["load"][0], 1e-9)
-            net_cpu = max(best["total"][1] - best["load"][1], 1e-9)
+            net = best["total"][0] - best["load"][0]
+            net_cpu = best["total"][1] - best["load"][1]
             print(
                 f"{name:<18} {pods:>6} {best['total'][0]:>10.2f} {best['load'][0]:>7.2f} {net:>6.2f} "
-                f"{pods / net:>8.0f} {net_cpu:>9.2f} {pods / net_cpu:>10.0f} "
+                f"{_rate(pods, net):>8} {net_cpu:>9.2f} {_rate(pods, net_cpu):>10} "
                 f"{run['bound'] / run['seconds']:>14.0f} {run['bound'] / run['cpu_seconds']:>10.0f}"
             )
             sys.stdout.flush()
