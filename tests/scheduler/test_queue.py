@@ -129,3 +129,21 @@ def test_a_removed_root_is_never_popped() -> None:
     assert [r.key for r in q.in_order()] == [key("b")]
     assert q.pop(0.0).key == key("b")  # type: ignore[union-attr]
     assert q.pop(0.0) is None
+
+
+def test_a_root_that_left_the_pool_is_not_moved_again_by_later_events() -> None:
+    """move_all_to_active visits the unschedulable pool only: a root that left it (moved, activated,
+    removed) is not sent back to backoff by the next event, even while it is being tried."""
+    q = SchedulingQueue()
+    for name in ("moved", "activated", "removed"):
+        q.add(key(name), 0, (0.0, 0))
+        q.pop(0.0)
+    q.requeue_failed(key("moved"), now=0.0, group_size=1)
+    q.move_to_active(key("moved"))
+    q.park(key("activated"))
+    q.activate(key("activated"))
+    q.park(key("removed"))
+    q.remove(key("removed"))
+    assert q.pop(5.0) is not None and q.pop(5.0) is not None  # both in flight
+    q.move_all_to_active()
+    assert q.pending() == {"in-flight": 2}
