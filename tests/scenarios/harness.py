@@ -15,7 +15,7 @@ expect:
     p5: {gated: "exact message"}      # reason SchedulingGated
     p6: {error: "exact message"}      # reason SchedulerError
   others: pending                     # pods not listed (default): pending; or `bound`, or any form above
-  groups: {pg: [True, Scheduled], pg2: [False, Unschedulable, "exact message"]}
+  groups: {pg: [True, Scheduled], pg2: [False, Unschedulable, "exact message"]}  # Scheduled: no message
   evictions: {victim: preemptor-name} # all so far, always compared: no key means no eviction at all
   count_bound: {train-a-: 6}          # pods whose name starts with the prefix that are bound (the others
                                       # with that prefix are then pending); such pods count as listed
@@ -122,6 +122,8 @@ def check(
         c = conds[0]
         got = [c.status == "True", c.reason] + ([c.message] if len(want) > 2 else [])
         assert got == list(want), f"{where}: group {name}: got {got!r}, want {want!r}"
+        # a success carries no message (upstream's Scheduled condition takes a nil status' empty Message())
+        assert not (c.status == "True" and c.message), f"{where}: group {name}: Scheduled with {c.message!r}"
 
     def label(pod_name: str, key: str) -> str | None:
         node = store.get("Node", ("", pods[pod_name].spec.nodeName or ""))
