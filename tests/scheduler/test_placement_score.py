@@ -14,7 +14,7 @@ from gangsched.api.defaults import apply_defaults
 from gangsched.scheduler.evaluator import Evaluator
 from gangsched.scheduler.podinfo import pod_info
 from gangsched.scheduler.snapshot import Snapshot
-from gangsched.scheduler.topology import choose, most_allocated
+from gangsched.scheduler.topology import choose, most_allocated, several_domains
 
 
 def _node(name: str, cpu: str, memory: str) -> Any:
@@ -93,3 +93,12 @@ def test_placements_of_equal_score_are_chosen_at_random() -> None:
     # in integers: 3 of 3 -> 100 + 0; 2 of 3 -> 66 (not 66.7) + 34: tied
     pods, most = np.array([3, 2], dtype=np.int64), np.array([0, 34], dtype=np.int64)
     assert {choose(pods, most, _evaluator(seed)) for seed in range(40)} == {0, 1}
+
+
+def test_members_in_three_domains_name_two_of_them() -> None:
+    """TopologyPlacement stops at the first domain that differs from the first one: two names, whatever
+    the number of domains."""
+    message = (
+        "cannot determine domain for already scheduled pods: more than 1 domain found for pod group: a, b"
+    )
+    assert several_domains({"c", "b", "a"}) == message
