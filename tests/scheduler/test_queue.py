@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from gangsched.scheduler.policy import QUEUE_POLICIES
 from gangsched.scheduler.queue import RootKey, SchedulingQueue, backoff_seconds
 
 
@@ -147,3 +148,43 @@ def test_a_root_that_left_the_pool_is_not_moved_again_by_later_events() -> None:
     assert q.pop(5.0) is not None and q.pop(5.0) is not None  # both in flight
     q.move_all_to_active()
     assert q.pending() == {"in-flight": 2}
+
+
+def test_a_parked_root_added_again_leaves_the_pool() -> None:
+    q = SchedulingQueue()
+    q.add(key("g"), 0, (0.0, 0))
+    q.pop(0.0)
+    q.park(key("g"))
+    q.add(key("g"), 0, (0.0, 0))  # an event re-adds it: active again, no attempt counted
+    assert q.pop(0.0) is not None
+    q.move_all_to_active()
+    assert q.pending() == {"in-flight": 1}
+
+
+def test_stale_backoff_entries_do_not_wake_a_root_that_moved_on() -> None:
+    """A root activated before its backoff ended, or removed while backing off, leaves an entry behind
+    in the backoff heap; when that time comes the entry is skipped."""
+    q = SchedulingQueue()
+    q.add(key("activated"), 0, (0.0, 0))
+    q.add(key("removed"), 0, (1.0, 0))
+    q.pop(0.0)
+    q.pop(0.0)
+    for name in ("activated", "removed"):
+        q.requeue_failed(key(name), now=0.0, group_size=1)
+        q.move_to_active(key(name))
+    q.activate(key("activated"))
+    q.remove(key("removed"))
+    assert q.pop(0.0) is not None  # the activated root, now in flight
+    assert q.pop(5.0) is None
+    assert q.pending() == {"in-flight": 1}
+
+
+def test_under_strict_fifo_the_head_in_flight_blocks_the_rest() -> None:
+    q = SchedulingQueue(policy=QUEUE_POLICIES["gang-strict-fifo"])
+    q.add(key("a"), 0, (0.0, 0))
+    q.add(key("b"), 0, (1.0, 0))
+    assert q.pop(0.0).key == key("a")  # type: ignore[union-attr]
+    assert q.pop(0.0) is None  # a is being tried: nothing overtakes it
+    assert q.pending() == {"in-flight": 1, "active": 1}
+    q.remove(key("a"))
+    assert q.pop(0.0).key == key("b")  # type: ignore[union-attr]
