@@ -192,3 +192,10 @@ def test_a_pod_already_disrupted_for_one_budget_still_spends_the_next() -> None:
     )
     unit = Unit([pods[0]])
     assert split_by_violation([unit], budgets([loose, tight], pods)) == ([(unit, 1)], [])
+
+
+def test_a_budget_without_spec_selects_nothing_and_allows_nothing() -> None:
+    (budget,) = budgets([no_spec()], FOUR_RUNNING)
+    assert budget.selector is None and budget.allowed == 0
+    unit = Unit([FOUR_RUNNING[0]])
+    assert split_by_violation([unit], [budget]) == ([], [unit])
