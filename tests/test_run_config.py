@@ -310,3 +310,15 @@ def test_nowhere_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.delenv("KUBERNETES_SERVICE_PORT", raising=False)
     with pytest.raises(ValueError, match="KUBERNETES_SERVICE_PORT"):
         cluster_config(None, str(_service_account(tmp_path)))
+
+
+def test_backfill_without_a_window_plans_without_bound(tmp_path: Path) -> None:
+    """The file's default window is the engine's and the CLI's: unbounded (a large gang may wait weeks, and a
+    1-day window would give it no reservation at all)."""
+    text = (
+        "apiVersion: gangsched.io/v1alpha1\nkind: GangschedConfiguration\n"
+        "profiles:\n- {schedulerName: gangsched, backfillDepth: 1}\n"
+    )
+    backfill = load_config(write(tmp_path, text))["backfill"]
+    assert backfill.window == float("inf")
+    assert backfill == BackfillSettings(depth=1)

@@ -11,7 +11,7 @@
     seed: 0
     profiles:
     - {schedulerName: gangsched, scoringStrategy: LeastAllocated, placementLimit: false,
-       backfillDepth: 1, backfillWindow: 24h, backfillResolution: 60s, backfillInterval: 30s,
+       backfillDepth: 1, backfillWindow: 720h, backfillResolution: 60s, backfillInterval: 30s,
        agingRate: 0, agingCap: 0, explainPending: false, queuePolicy: gang, recoveryPolicy: wait}
 
 The names and the validation rules are upstream's where upstream has the setting (component-base's
@@ -74,7 +74,7 @@ class ProfileConfig(_Struct):
     placementLimit: bool = False
     # Queue policy gang-backfill (docs/backfill.md), as `run --backfill DEPTH --bf-...`: off when absent.
     backfillDepth: int | str | None = None  # reservations: N, or "all" (conservative)
-    backfillWindow: str = "24h"
+    backfillWindow: str | None = None  # absent: unbounded, the engine's and the CLI's default
     backfillResolution: str = "60s"
     backfillInterval: str = "30s"
     agingRate: float = 0.0  # priority points per hour waited
@@ -247,9 +247,11 @@ def _backfill(profile: ProfileConfig, fail: Callable[[str, str], ConfigError]) -
         return None
     if isinstance(depth, str) and depth != "all":
         raise fail("profiles[0].backfillDepth", f'Invalid value: "{depth}": want a number or "all"')
-    seconds = {}
+    seconds = {"backfillWindow": BackfillSettings().window}
     for key in ("backfillWindow", "backfillResolution", "backfillInterval"):
         value = getattr(profile, key)
+        if value is None:
+            continue
         try:
             seconds[key] = parse_duration(value)
         except ValueError as e:
