@@ -216,23 +216,34 @@ def test_node_ports_alone(kube_client: Client, sides: dict[str, str]) -> None:
     assert outcomes["kube"] == outcomes["gangsched"]
 
 
+def _web_beside_db(
+    kube_client: Client, sides: dict[str, str], db_node: str, kind: str
+) -> dict[str, dict[str, str]]:
+    """The preferred-affinity setup both InterPodAffinity score cases share: a filler loads node b, a db pod
+    (app=db) runs on `db_node`, then a web pod prefers (weight 100) by `kind` (podAffinity or
+    podAntiAffinity) a hostname with app=db. Returns where web went on each side."""
+    _filler_on_b(kube_client, sides)
+    for side, ns in sides.items():
+        db = pod(ns, "db", SCHEDULERS[side], {"app": "db"}, container=_requests("100m"))
+        db["spec"]["nodeSelector"][ZONE] = f"{ns}-{db_node}"
+        create(kube_client, db)
+    settle(kube_client, sides, ["filler", "db"], lambda o: o == {"filler": "b", "db": db_node})
+    term = {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}
+    affinity = {kind: {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 100, "podAffinityTerm": term}
+    ]}}  # fmt: skip
+    for side, ns in sides.items():
+        create(
+            kube_client, pod(ns, "web", SCHEDULERS[side], {}, container=_requests("100m"), affinity=affinity)
+        )
+    return settle(kube_client, sides, ["web"], lambda o: o["web"] in ("a", "b"))
+
+
 def test_preferred_anti_affinity_outweighs_load(kube_client: Client, sides: dict[str, str]) -> None:
     """InterPodAffinity's score: a db pod on node a; a pod preferring (weight 100) not to share a hostname
     with app=db goes to the loaded b. By hand: a -100, b 0, normalised 0 and 100, times weight 2; totals
     a 95 + 99 + 0 = 194, b 71 + 75 + 200 = 346."""
-    _filler_on_b(kube_client, sides)
-    for side, ns in sides.items():
-        db = pod(ns, "db", SCHEDULERS[side], {"app": "db"}, container=_requests("100m"))
-        db["spec"]["nodeSelector"][ZONE] = f"{ns}-a"
-        create(kube_client, db)
-    settle(kube_client, sides, ["filler", "db"], lambda o: o == {"filler": "b", "db": "a"})
-    term = {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}
-    away = {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-        {"weight": 100, "podAffinityTerm": term}
-    ]}}  # fmt: skip
-    for side, ns in sides.items():
-        create(kube_client, pod(ns, "web", SCHEDULERS[side], {}, container=_requests("100m"), affinity=away))
-    outcomes = settle(kube_client, sides, ["web"], lambda o: o["web"] in ("a", "b"))
+    outcomes = _web_beside_db(kube_client, sides, db_node="a", kind="podAntiAffinity")
     assert outcomes == {"kube": {"web": "b"}, "gangsched": {"web": "b"}}
 
 
@@ -285,19 +296,7 @@ def test_preferred_affinity_outweighs_load(kube_client: Client, sides: dict[str,
     """InterPodAffinity's score the other way: a db pod on the loaded node b; a pod preferring (weight 100)
     to share a hostname with app=db goes there. By hand: a 0, b 100 (times weight 2); totals
     a 95 + 99 + 0 = 194, b 70 + 74 + 200 = 344."""
-    _filler_on_b(kube_client, sides)
-    for side, ns in sides.items():
-        db = pod(ns, "db", SCHEDULERS[side], {"app": "db"}, container=_requests("100m"))
-        db["spec"]["nodeSelector"][ZONE] = f"{ns}-b"
-        create(kube_client, db)
-    settle(kube_client, sides, ["filler", "db"], lambda o: o == {"filler": "b", "db": "b"})
-    term = {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}
-    near = {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-        {"weight": 100, "podAffinityTerm": term}
-    ]}}  # fmt: skip
-    for side, ns in sides.items():
-        create(kube_client, pod(ns, "web", SCHEDULERS[side], {}, container=_requests("100m"), affinity=near))
-    outcomes = settle(kube_client, sides, ["web"], lambda o: o["web"] in ("a", "b"))
+    outcomes = _web_beside_db(kube_client, sides, db_node="b", kind="podAffinity")
     assert outcomes == {"kube": {"web": "b"}, "gangsched": {"web": "b"}}
 
 
