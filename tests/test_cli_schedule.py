@@ -89,7 +89,15 @@ def test_policy_pod_by_pod_splits_like_the_gate_off_and_bad_names_exit_1() -> No
         f"train-a-worker-{i}" for i in range(6)
     ]
     result = schedule("-f", EIGHT_GPU, "--policy", "fifo")
-    assert result.exit_code == 2 and "'fifo' is not one of 'gang', 'gang-strict-fifo'" in result.output
+    assert result.exit_code == 1 and "'fifo' is not one of 'gang', 'gang-strict-fifo'" in result.output
+
+
+def test_an_option_out_of_its_range_is_bad_input_exit_1() -> None:
+    args = ["simulate", "-f", EIGHT_GPU, "--nodes", "2", "--gpus-per-node", "8"]
+    args += ["--termination-seconds", "-5"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 1, result.output
+    assert "Invalid value for '--termination-seconds': -5.0 is not in the range x>=0." in result.output
 
 
 def test_yaml_output_fed_back_gives_the_same_placements() -> None:

@@ -9,7 +9,7 @@ import math
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -45,6 +45,27 @@ class BadInput(click.BadParameter):
     exit_code = 1
 
 
+class _FailsAsBadInput:
+    """A type whose conversion failures are BadInput (exit 1) rather than click's BadParameter (exit 2)."""
+
+    def fail(
+        self, message: str, param: click.Parameter | None = None, ctx: click.Context | None = None
+    ) -> NoReturn:
+        raise BadInput(message, ctx=ctx, param=param)
+
+
+class IntRange(_FailsAsBadInput, click.IntRange):
+    pass
+
+
+class FloatRange(_FailsAsBadInput, click.FloatRange):
+    pass
+
+
+class Choice(_FailsAsBadInput, click.Choice):  # type: ignore[type-arg]
+    pass
+
+
 def parse_gates(_ctx: click.Context, _param: click.Parameter, value: str | None) -> FeatureGates:
     try:
         return FeatureGates.parse(value)
@@ -57,7 +78,7 @@ gates_option = click.option("--feature-gates", "gates", callback=parse_gates, de
 
 policy_option = click.option(
     "--policy",
-    type=click.Choice(list(QUEUE_POLICIES)),
+    type=Choice(list(QUEUE_POLICIES)),
     default="gang",
     show_default=True,
     help="Queue policy: gang (v1.37: priority, then creation; a later group that fits may overtake), "
@@ -179,7 +200,7 @@ def validate(paths: Sequence[str], gates: FeatureGates) -> None:
 @main.command()
 @files_option
 @gates_option
-@click.option("-o", "--output", type=click.Choice(["yaml", "json"]), default="yaml", show_default=True)
+@click.option("-o", "--output", type=Choice(["yaml", "json"]), default="yaml", show_default=True)
 def build(paths: Sequence[str], gates: FeatureGates, output: str) -> None:
     """Print what Jobs and JobSets expand into, as their controllers would create it: a Job with its
     Workload, PodGroup and pods; a JobSet with its Workload, CompositePodGroup, one PodGroup and Job per
@@ -202,15 +223,13 @@ def _fail_on_problems(problems: Sequence[Problem]) -> None:
 @main.command()
 @files_option
 @gates_option
-@click.option(
-    "-o", "--output", type=click.Choice(["json", "yaml", "table"]), default="table", show_default=True
-)
+@click.option("-o", "--output", type=Choice(["json", "yaml", "table"]), default="table", show_default=True)
 @click.option(
     "--seed", type=int, default=0, show_default=True, help="Seed for tie-breaking between equal nodes."
 )
 @click.option(
     "--scoring",
-    type=click.Choice(["LeastAllocated", "MostAllocated"]),
+    type=Choice(["LeastAllocated", "MostAllocated"]),
     default="LeastAllocated",
     show_default=True,
     help="NodeResourcesFit scoring strategy (upstream default: LeastAllocated).",
@@ -290,7 +309,7 @@ def _explain_target(store: Any, scheduler: Any, target: str) -> tuple[str, str, 
 @files_option
 @click.argument("target")
 @gates_option
-@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("-o", "--output", type=Choice(["text", "json"]), default="text", show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="As for schedule.")
 @backfill_options
 def explain(
@@ -384,7 +403,7 @@ def _sizes(text: str) -> dict[int, float]:
 @click.option("--limit", type=int, help="Only the first N jobs of the trace, in submission order.")
 @click.option(
     "--philly-namespaces",
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     default=1,
     show_default=True,
     help="philly: map virtual clusters to N namespaces (the N-1 with the most GPU-time alone, the rest "
@@ -422,7 +441,7 @@ def _sizes(text: str) -> dict[int, float]:
 @click.option("--node-repair", callback=_duration_option, default="1h", show_default=True)
 @click.option(
     "--termination-seconds",
-    type=click.FloatRange(min=0),
+    type=FloatRange(min=0),
     default=30.0,
     show_default=True,
     help="An evicted pod holds its resources this long before it is gone (0: at once).",
@@ -437,7 +456,7 @@ def _sizes(text: str) -> dict[int, float]:
 )
 @click.option("--mean-duration", callback=_duration_option, default="1h", show_default=True)
 @gates_option
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("-o", "--output", type=Choice(["table", "json"]), default="table", show_default=True)
 @click.option("--plot", "plot_path", help="Write wait CDFs and GPU states to this PNG.")
 @click.option("--sweep", is_flag=True, help="Run every policy (--compare) x load (--loads) x seed (--seeds).")
 @click.option(
@@ -452,7 +471,7 @@ def _sizes(text: str) -> dict[int, float]:
     callback=_parse_with(lambda v: _numbers(v, int, "--seeds")),
     help="--sweep: seeds, comma-separated (default: --seed).",
 )
-@click.option("--workers", type=click.IntRange(min=1), help="--sweep: processes at once (default: CPUs).")
+@click.option("--workers", type=IntRange(min=1), help="--sweep: processes at once (default: CPUs).")
 @click.option("--ray", "ray_address", help="--sweep on this Ray cluster (pip install 'gangsched[ray]').")
 @backfill_options
 def simulate(
@@ -626,7 +645,7 @@ def _progress(console: Console) -> Iterator[Callable[[str, float, int], None] | 
 @click.option("--feature-gates", "feature_gates", default=None, help=GATES_HELP)
 @click.option(
     "--metrics-port",
-    type=click.IntRange(1, 65535),
+    type=IntRange(1, 65535),
     default=None,
     help="Serve /metrics, /healthz, /readyz and the dashboard (/) on this port.",
 )
@@ -638,13 +657,13 @@ def _progress(console: Console) -> Iterator[Callable[[str, float, int], None] | 
 )
 @click.option(
     "--scoring",
-    type=click.Choice(["LeastAllocated", "MostAllocated"]),
+    type=Choice(["LeastAllocated", "MostAllocated"]),
     default=None,
     help="NodeResourcesFit scoring strategy.  [default: LeastAllocated]",
 )
 @click.option(
     "--api-concurrency",
-    type=click.IntRange(min=1),
+    type=IntRange(min=1),
     default=None,
     help="API writes (binds, ...) at once.  [default: 16]",
 )
@@ -657,7 +676,7 @@ def _progress(console: Console) -> Iterator[Callable[[str, float, int], None] | 
 )
 @click.option(
     "--policy",
-    type=click.Choice(list(QUEUE_POLICIES)),
+    type=Choice(list(QUEUE_POLICIES)),
     default=None,
     help="Queue policy, as for `schedule` (see there).  [default: gang]",
 )
