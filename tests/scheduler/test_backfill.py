@@ -21,7 +21,9 @@ import pytest
 
 from gangsched.scheduler import Profile
 from gangsched.scheduler.backfill import BackfillSettings
+from gangsched.scheduler.evaluator import Evaluator
 from gangsched.scheduler.policy import queue_policy
+from gangsched.scheduler.scheduler import Scheduler
 from tests.scheduler.plan_objects import START, gang, node, pod, scheduler_for
 
 TRUE = {"r1": 100.0, "r2": 300.0, "g-0": 500.0, "g-1": 500.0, "s1": 200.0, "s2": 50.0, "s3": 400.0}
@@ -210,3 +212,29 @@ def test_fair_share_gives_the_reservation_to_the_namespace_with_the_smaller_domi
     profile = Profile(backfill=BackfillSettings(depth=1, fair_share=fair_share))
     starts, _ = replay(objects, profile, true)
     assert {k: starts[k] for k in want} == want
+
+
+def test_the_room_bound_counts_only_the_room_no_reservation_holds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workload W under depth 1: G holds n1 + n2 from 300 to 800. When r1 ends at 100, n1's 4 GPUs are free
+    room for S2 and S3 (2 GPUs each), so both are woken. S2 (100..150) may use n1 and binds; S3 (100..500)
+    may use no node (both are reserved before it would end), so the room it may use holds none of it and it
+    gets no cycle: nor when S2 ends at 150, nor S1 at 200, which free 2 GPUs each on reserved nodes. At 300
+    G takes both nodes and S3, woken by r2's end, finds no free room at all. A bound on all the free room
+    would give S3 a failing cycle at 100, 150 and 200; running every cycle gives the same schedule."""
+    starts, scheduler = replay(workload(), BACKFILL, TRUE)
+    want = {"g-0": 300.0, "g-1": 300.0, "s1": 0.0, "s2": 100.0, "s3": 800.0}
+    assert {k: starts[k] for k in want} == want
+    assert scheduler.backfill.first_eta[("PodGroup", "default", "g")] == 300.0
+    assert scheduler.skipped == 4
+
+    room_for = Evaluator.room_for
+    monkeypatch.setattr(Evaluator, "room_for", lambda self, pi, nodes=None: room_for(self, pi))
+    _, all_room = replay(workload(), BACKFILL, TRUE)
+    assert (all_room.skipped, all_room.cycles - scheduler.cycles) == (1, 3)  # S3 at 100, 150, 200
+
+    monkeypatch.setattr(Scheduler, "_bound_fails", lambda self, *args: False)
+    every, unbounded = replay(workload(), BACKFILL, TRUE)
+    assert every == starts
+    assert unbounded.backfill.first_eta == scheduler.backfill.first_eta
+    assert unbounded.backfill.slips == scheduler.backfill.slips == []
+    assert (unbounded.skipped, unbounded.cycles - scheduler.cycles) == (0, 4)

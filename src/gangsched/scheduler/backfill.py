@@ -5,7 +5,7 @@ Slurm's backfill scheduler, applied to roots (see docs/backfill.md for its rules
 1. The plan. At once when a planned root started or left or a root failed with fewer than `depth` planned,
    and at most every `interval` seconds (Slurm's bf_interval) after work ended before its estimate, a
    reservation's start came without its root (an overrun), or, with aging or fair share, anything started
-   or ended (see `touch` and `_fresh`), the waiting roots that have already failed a cycle are
+   or ended (see `touch` and `refresh`), the waiting roots that have already failed a cycle are
    taken in order of effective priority (priority + aging, then creation). Each gets its earliest start
    around the reservations made before it (plan.py). The first `depth` of them keep that start as a
    reservation of concrete nodes (depth 1: EASY backfill; None: every one, conservative); one that can
@@ -129,7 +129,7 @@ class Backfill:
         since respects them, work that ends when expected frees what the plan already counted free. So only
         work that ends before its expected end (room the plan did not count on) calls for a plan, at the
         latest `interval` later; so does any change when the plan's order moves with time or shares (aging,
-        fair share). Overruns are caught when a reservation's start has come (`_fresh`). With a
+        fair share). Overruns are caught when a reservation's start has come (`refresh`). With a
         `history`, a pod that ends after running records its run time under its owner."""
         if change is None or change.kind != "Pod":
             self.changed = True
@@ -252,7 +252,16 @@ class Backfill:
 
     # --- the plan ------------------------------------------------------------------------------------------
     def replan(self, now: float) -> None:
-        """Make the reservations afresh (step 1 of the module docstring) and record slips."""
+        """Make the reservations afresh (step 1 of the module docstring) and record slips. The planner's
+        trial placements leave the scheduler's tie-breaking draws as they were, so that how often plans are
+        made changes no cycle's choice of node."""
+        draws = self.scheduler.rng.bit_generator.state
+        try:
+            self._replan(now)
+        finally:
+            self.scheduler.rng.bit_generator.state = draws
+
+    def _replan(self, now: float) -> None:
         s = self.settings
         settings = s.plan
         old = self.reservations
@@ -307,9 +316,10 @@ class Backfill:
         causes += [f"reservation of {_name(a)} ahead of it" for a in after.ahead if a not in before.ahead]
         return tuple(causes) or ("the nodes it waits for are expected later than planned",)
 
-    def _fresh(self, now: float) -> None:
+    def refresh(self, now: float) -> None:
         """Replan when the plan is wrong (dirty), or at most every `interval` when room came early or the
-        order moved (changed) or a reservation's start has come without its root starting (an overrun)."""
+        order moved (changed) or a reservation's start has come without its root starting (an overrun).
+        The scheduler calls it before every cycle, whether a root comes or not."""
         due = now >= self.planned_at + self.settings.interval and (
             self.changed or any(r.start <= now for r in self.reservations.values())
         )
@@ -318,8 +328,8 @@ class Backfill:
 
     # --- the rules -----------------------------------------------------------------------------------------
     def allowed(self, root: RootKey, now: float) -> BoolArray | None:
-        """Nodes root `root` may use now without delaying any other root's reservation; None: every node."""
-        self._fresh(now)
+        """Nodes root `root` may use now without delaying any other root's reservation; None: every node.
+        Reads the plan as it stands (`refresh` makes it)."""
         others = [r for k, r in self.reservations.items() if k != root]
         if not others:
             return None

@@ -400,9 +400,10 @@ class Evaluator:
         """The pod's class, refreshed: static verdict (`static_ok`), vector (`vec`), fit and score."""
         return self._class(pi)
 
-    def room_for(self, pi: PodInfo) -> int:
+    def room_for(self, pi: PodInfo, nodes: BoolArray | None = None) -> int:
         """How many pods like `pi` the free capacity could hold at once, over the nodes its static filters
-        admit: an upper bound on what any cycle can place (inter-pod rules and topology only lower it)."""
+        admit (and, when given, `nodes` allows: the candidates of a cycle): an upper bound on what any
+        cycle on those nodes can place (inter-pod rules, nominated pods and topology only lower it)."""
         c = self._classes.get(pi.signature) or self._class(pi)
         snap = self.snap
         room: npt.NDArray[np.int64] | None = None
@@ -411,7 +412,8 @@ class Evaluator:
             room = fits if room is None else np.minimum(room, fits)
         if room is None:
             return 0
-        return int(np.maximum(room[c.static_ok], 0).sum())  # the ufunc: np.clip's wrapper cost more than it
+        usable = c.static_ok if nodes is None else c.static_ok & nodes
+        return int(np.maximum(room[usable], 0).sum())  # the ufunc: np.clip's wrapper cost more than it
 
     def vector(self, pi: PodInfo) -> PodVector:
         """What `pi` takes from a node. Never builds its class: a bound pod's spec names its node, and a

@@ -616,15 +616,23 @@ class Scheduler:
         if now is None:
             now = self.clock()
         decision = Decision()
-        if self.backfill is not None and self.backfill.dirty:
-            # A reserved root started or left, or the head lacks a reservation: plan now, not at the next
-            # cycle (which may be long after, when nothing wakes the queue): the new head's ETA dates from
-            # here, and a head that fits now is woken.
-            self.backfill.replan(self.store.clock())
+        if self.backfill is not None:
+            # Plan before the cycle, whichever root (if any) comes next: at once when a reserved root started
+            # or left or the head lacks a reservation (the new head's ETA dates from here, and a head that
+            # fits now is woken), else when the interval is due. So when plans are made depends on time and
+            # events only, never on which cycles run (the room bound and hints.py skip some).
+            self.backfill.refresh(self.store.clock())
         root = self.queue.pop(now)
         if root is not None:
             skipped = self.skipped
-            decision.extend(self._cycle(root, now))
+            draws = self.rng.bit_generator.state
+            cycle = self._cycle(root, now)
+            if not cycle.bindings and not cycle.evictions:
+                # A cycle that binds and evicts nothing leaves the tie-breaking draws as they were: only
+                # then are the decisions of a replay independent of how many failing cycles ran, which
+                # the room bound and hints.py must not change (kube-scheduler's ties are random anyway).
+                self.rng.bit_generator.state = draws
+            decision.extend(cycle)
             self.cycles += self.skipped == skipped
         else:
             self._report_gated(decision)
@@ -654,10 +662,11 @@ class Scheduler:
             if pi is None or not self._pending(pi):
                 self.queue.remove(root.key)
                 return Decision()
-            if self._bound_fails(root, None, [pi], 0, now):
+            allowed = self._backfill_nodes(root, now)
+            if self._bound_fails(root, None, [pi], 0, now, allowed):
                 return Decision()
             attempt = GroupAttempt(min_count=1, gang=False, scheduled=0, pods=[pi])
-            result = run_group_cycle(self._evaluator(), attempt, self._backfill_nodes(root, now))
+            result = run_group_cycle(self._evaluator(), attempt, allowed)
             return self._finish(root, None, [pi], result, now)
         pg = self.store.get("PodGroup", (ns, name))
         pending, bound = self._group_members((ns, name))
@@ -669,11 +678,12 @@ class Scheduler:
         )
         if error:
             return self._finish(root, pg, pending, GroupResult(Code.ERROR, error), now)
-        if self._bound_fails(root, pg, pending, len(bound), now):
+        allowed = self._backfill_nodes(root, now)
+        if self._bound_fails(root, pg, pending, len(bound), now, allowed):
             return Decision()
         gang, min_count = _min_count(pg)
         attempt = GroupAttempt(min_count=min_count, gang=gang, scheduled=len(bound), pods=pending)
-        result = self._place_group(pg, attempt, bound, self._backfill_nodes(root, now))
+        result = self._place_group(pg, attempt, bound, allowed)
         return self._finish(
             root,
             pg,
@@ -732,18 +742,32 @@ class Scheduler:
             lambda nodes: self._place_group(pg, attempt, bound, nodes), tuple(pending), needs, tkey, fixed
         )
 
-    def _bound_fails(self, root: QueuedRoot, pg: Any, pending: list[PodInfo], bound: int, now: float) -> bool:
+    def _bound_fails(
+        self,
+        root: QueuedRoot,
+        pg: Any,
+        pending: list[PodInfo],
+        bound: int,
+        now: float,
+        allowed: BoolArray | None,
+    ) -> bool:
         """The cheap bound before a full cycle, for a root that already failed one (so its pods carry that
-        failure's reason): if fewer than `need` of its pods fit in the free room, the cycle must fail again,
-        so the root goes back to wait for room without one."""
+        failure's reason): if fewer than `need` of its pods fit in the free room of the nodes its cycle
+        would run on (`allowed`: under backfill, those no reservation holds over its run), the cycle must
+        fail again, so the root goes back to wait for room without one, with every effect of that failed
+        cycle: requeued with its backoff, waiting for room, and the planner told. (The failed cycle's
+        PostFilter would find nothing: `_room_need` answers only when no running pod has a lower priority.
+        Its status messages are not rewritten: they say what the last real cycle found.)"""
         if not root.attempts:
             return False
         need = self._room_need(root.priority, pg, pending, bound)
-        if need is None or self._evaluator().room_for(need.like) >= need.need:
+        if need is None or self._evaluator().room_for(need.like, allowed) >= need.need:
             return False
         self.skipped += 1
         self.queue.requeue_failed(root.key, now, len(pending))  # as the failed cycle would, but no cycle
         self._wait_for_room(root, need)
+        if self.backfill is not None:
+            self.backfill.failed(root.key)
         return True
 
     def _domain_of(self, node_name: str, key: str) -> str | None:
