@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
+from gangsched.api.gates import FeatureGates
 from gangsched.api.loader import load_documents
+from gangsched.scheduler import Scheduler, run_until_stable
 from gangsched.scheduler.default_spread import PodSelectors
 from gangsched.scheduler.labelselector import Requirement, Selector
 from gangsched.scheduler.podinfo import pod_info
@@ -219,3 +221,32 @@ def test_empty_zone_value_shares_the_unlabelled_domain() -> None:
     store = objects(service("svc", {"foo": ""}))
     got = spread_scores(nodes, placed("c", "c"), pod("p", {"foo": ""}, namespace=NS), store)
     assert got == {"a": 88, "e": 55, "c": 100}
+
+
+def _bound_node(service_when: str | None) -> str:
+    """Where a pending pod labelled foo goes: node-a holds one pod labelled foo (100m), node-b one that is
+    not (2 CPUs), both 4 CPUs. A Service selecting foo is in the store before the scheduler starts
+    ("before"), added once it runs ("after"), or absent (None)."""
+    room = {"cpu": "4", "memory": "32Gi", "pods": "110"}
+    nodes = [node(n, {"kubernetes.io/hostname": n}, allocatable=room) for n in ("node-a", "node-b")]
+    store = objects(*([service("svc", {"foo": ""})] if service_when == "before" else []))
+    store.add_all(nodes)
+    store.add(pod("m", {"foo": ""}, namespace=NS, node_name="node-a"))
+    store.add(pod("x", {}, namespace=NS, node_name="node-b", cpu="2"))
+    store.add(pod("p", {"foo": ""}, namespace=NS))
+    scheduler = Scheduler(store, FeatureGates())
+    if service_when == "after":
+        store.add(objects(service("svc", {"foo": ""})).get("Service", (NS, "svc")))
+    run_until_stable(store, scheduler)
+    bound = store.get("Pod", (NS, "p"))
+    assert bound is not None
+    return str(bound.spec.nodeName)
+
+
+def test_a_service_added_while_the_scheduler_runs_gives_the_default_constraints() -> None:
+    # Without a Service the less allocated node-a wins; a Service selecting foo brings the default hostname
+    # constraint, which scores node-b (no pod labelled foo) above node-a, with twice NodeResourcesFit's
+    # weight. The scheduler must see a Service that arrives after it started as one that was there before.
+    assert _bound_node(None) == "node-a"
+    assert _bound_node("before") == "node-b"
+    assert _bound_node("after") == "node-b"

@@ -148,6 +148,10 @@ class Scheduler:
         self._order = 0
         self.cycles = 0
         self.pod_selectors = PodSelectors(store)  # PodTopologySpread's default constraints read them
+        # Whether the store holds any object of SELECTING_KINDS: without one no pod has a default selector.
+        # Kept current by `_on_selecting_change` (every add, update and delete of those kinds reaches it),
+        # so that each pod's arrival does not count four kinds again.
+        self._selecting = self._any_selecting()
         backfill = profile.backfill
         if backfill is None and profile.queue_policy.name == "gang-backfill":
             backfill = BackfillSettings()
@@ -203,15 +207,19 @@ class Scheduler:
     def _default_selector(self, pod: Any) -> Selector | None:
         """The selector of PodTopologySpread's system default constraints for `pod`; None when the pod has
         constraints of its own or no object of the selecting kinds exists."""
-        if pod.spec.topologySpreadConstraints or not any(self.store.count(k) for k in SELECTING_KINDS):
+        if pod.spec.topologySpreadConstraints or not self._selecting:
             return None
         return self.pod_selectors.selector_for(pod)
+
+    def _any_selecting(self) -> bool:
+        return any(self.store.count(k) for k in SELECTING_KINDS)
 
     def _on_selecting_change(self, change: Change) -> None:
         """A Service, ReplicationController, ReplicaSet or StatefulSet changed: the pending pods of its
         namespace are scored with the default selector as it is now (upstream reads its listers in each
         PreScore). No requeue: the defaults are ScheduleAnyway and never made a pod unschedulable."""
         self.pod_selectors.changed()
+        self._selecting = self._any_selecting()
         namespace = change.key[0]
         for key, pi in self._pods.items():
             if key[0] == namespace and not pi.pod.spec.nodeName:

@@ -24,6 +24,10 @@ __all__ = ["Change", "Store"]
 EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 
+# What the readers look a missing kind up in: one shared mapping they only read (never `setdefault` it).
+_NONE: dict[Key, Any] = {}
+
+
 def key_of(obj: Any) -> Key:
     return (obj.metadata.namespace or "", obj.metadata.name)
 
@@ -46,13 +50,13 @@ class Store:
 
     # --- reading ------------------------------------------------------------------------------------------
     def get(self, kind: str, key: Key) -> Any | None:
-        return self._objects.get(kind, {}).get(key)
+        return self._objects.get(kind, _NONE).get(key)
 
     def list(self, kind: str) -> Iterator[Any]:
-        return iter(list(self._objects.get(kind, {}).values()))
+        return iter(list(self._objects.get(kind, _NONE).values()))
 
     def count(self, kind: str) -> int:
-        return len(self._objects.get(kind, {}))
+        return len(self._objects.get(kind, _NONE))
 
     def order(self, kind: str, key: Key) -> int:
         """First-seen order: breaks ties in the queue as creation time does upstream."""
