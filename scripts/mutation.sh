@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Mutation testing of the decision core with mutmut (not part of CI: hours for the whole core on 2 cores).
 #
-#   scripts/mutation.sh [MODULE...]     e.g. scripts/mutation.sh pdb victims tree
+#   scripts/mutation.sh [MODULE...]     e.g. scripts/mutation.sh pdb victims tree plugins/node_ports
 #
-# MODULE is a file of src/gangsched/scheduler without .py (`plugins` means the plugins/ package); default: the
-# whole decision core. Runs in a fresh copy of the tree (.mutation/, kept afterwards so that
+# MODULE is a file of src/gangsched/scheduler without .py, `plugins/NAME` one plugin file, `plugins` the whole
+# plugins/ package (about 1,800 mutants: an hour or more on a loaded 2-core machine); default: the whole
+# decision core. Runs in a fresh copy of the tree (.mutation/, kept afterwards so that
 # `cd .mutation && ../.venv/bin/mutmut show NAME` shows a survivor), one test process at a time under nice -n 19,
 # the tests being those of [tool.mutmut] in pyproject.toml. Prints each module's score: mutants killed (a
 # timeout counts as killed) over mutants judged; a mutant no test reaches counts as a survivor.
@@ -46,20 +47,32 @@ grep -E ": (survived|no tests)$" results.txt | sed 's/: .*//' | while read -r na
 done >survivors.txt
 python3 - "${modules[@]}" <<'PY'
 import collections, re, sys
+# a plugin file's figure is kept apart (plugins/NAME); `plugins` adds them all up
 counts = collections.defaultdict(collections.Counter)
 for line in open("results.txt"):
     m = re.match(r"\s*gangsched\.scheduler\.(plugins\.)?(\w+)\.\S+: (.+)", line)
     if m:
-        module = "plugins" if m.group(1) else m.group(2)
+        module = f"plugins/{m.group(2)}" if m.group(1) else m.group(2)
         counts[module][m.group(3).strip()] += 1
-print(f"{'module':<12} {'killed':>7} {'survived':>9} {'no tests':>9} {'timeout':>8} {'other':>6} {'score':>6}")
-for module in sys.argv[1:]:
-    c = counts[module]
+print(f"{'module':<32} {'killed':>7} {'survived':>9} {'no tests':>9} {'timeout':>8} {'other':>6} {'score':>6}")
+
+
+def row(module: str, c: collections.Counter[str]) -> None:
     killed, survived, untested, timeout = c["killed"], c["survived"], c["no tests"], c["timeout"]
     other = sum(c.values()) - killed - survived - untested - timeout
     # a mutant no test reaches is as alive as one that survives its tests
     judged = killed + survived + untested + timeout
     score = f"{100 * (killed + timeout) / judged:.0f}%" if judged else "-"
-    print(f"{module:<12} {killed:>7} {survived:>9} {untested:>9} {timeout:>8} {other:>6} {score:>6}")
+    print(f"{module:<32} {killed:>7} {survived:>9} {untested:>9} {timeout:>8} {other:>6} {score:>6}")
+
+
+for module in sys.argv[1:]:
+    if module == "plugins":
+        files = sorted(k for k in counts if k.startswith("plugins/"))
+        for name in files:
+            row(name, counts[name])
+        row("plugins (all)", sum((counts[k] for k in files), collections.Counter()))
+    else:
+        row(module, counts[module])
 print("survivors and their diffs: .mutation/survivors.txt (or cd .mutation && ../.venv/bin/mutmut show NAME)")
 PY

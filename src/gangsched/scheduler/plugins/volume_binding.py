@@ -5,11 +5,12 @@
 - Bound claims: the PV's required node affinity must match the node (`checkBoundClaims`); a claim bound to
   a PV that does not exist rejects every node.
 - Unbound WaitForFirstConsumer claims, smallest request first: a claim annotated with a selected node only
-  fits that node; otherwise the smallest available PV of the claim's class that is large enough, of the
-  same volumeMode, with the claim's access modes and label selector, not assumed for another claim, whose
-  node affinity matches the node (`FindMatchingVolume`); failing that, dynamic provisioning: a class with a
-  provisioner other than `kubernetes.io/no-provisioner` whose allowedTopologies match the node
-  (`checkVolumeProvisions`).
+  fits that node, and only if its class could provision there; otherwise the smallest available PV of the
+  claim's class that is large enough, of the same volumeMode and volumeAttributesClassName, with the
+  claim's access modes and label selector, not assumed for another claim, whose node affinity matches the
+  node (`FindMatchingVolume`; a PV pre-bound to the claim by its claimRef is taken before any other);
+  failing that, dynamic provisioning: a class with a provisioner other than `kubernetes.io/no-provisioner`
+  whose allowedTopologies match the node (`checkVolumeProvisions`).
 
 All rejections are UnschedulableAndUnresolvable: preemption cannot help. A PV without a status counts as
 Available (what the PV controller makes of it), since input files rarely carry one.
@@ -22,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ...api.quantity import QuantityError, milli
+from ..labelselector import compile_selector
 from ..snapshot import Snapshot
 from ..volumes import (
     ANN_SELECTED_NODE,
@@ -80,50 +82,45 @@ def _quantity(raw: Any) -> int:
         return 0
 
 
-def _selector_matches(selector: Any, labels: dict[str, str]) -> bool:
-    if selector is None:
-        return True
-    for key, value in (selector.matchLabels or {}).items():
-        if labels.get(key) != value:
-            return False
-    for expr in selector.matchExpressions or []:
-        values, has = expr.values or [], expr.key in labels
-        op = expr.operator
-        if (
-            (op == "In" and (not has or labels[expr.key] not in values))
-            or (op == "NotIn" and has and labels[expr.key] in values)
-            or (op == "Exists" and not has)
-            or (op == "DoesNotExist" and has)
-        ):
-            return False
-    return True
+def _bound_to(ref: Any, pvc: Any) -> bool:
+    """IsVolumeBoundToClaim: the PV's claimRef names this claim (and its uid, when the ref carries one)."""
+    same_name = (ref.namespace or "", ref.name) == (pvc.metadata.namespace or "", pvc.metadata.name)
+    return same_name and (not ref.uid or ref.uid == pvc.metadata.uid)
 
 
 def candidate_pvs(catalog: VolumeCatalog, reservations: Reservations, pvc: Any) -> list[Any]:
-    """PVs that could take `pvc` on some node, smallest first (FindMatchingVolume without the node test).
-    A PV pre-bound to this claim (claimRef) is the only candidate when it exists."""
-    ns, name = pvc.metadata.namespace or "", pvc.metadata.name
+    """PVs that could take `pvc` on some node, smallest first: FindMatchingVolume without the node test, its
+    checks in its order. A PV pre-bound to this claim (claimRef) that is large enough, of the claim's
+    volumeMode and not being deleted is the only candidate, whatever its phase, labels or access modes."""
+    key = (pvc.metadata.namespace or "", pvc.metadata.name)
     want = _quantity((pvc.spec.resources.requests or {}).get("storage", "0"))
+    mode = pvc.spec.volumeMode or "Filesystem"
+    attributes_class = pvc.spec.volumeAttributesClassName or ""
+    selector = compile_selector(pvc.spec.selector) if pvc.spec.selector is not None else None
     modes = set(pvc.spec.accessModes or [])
     out = []
     for pv in catalog.pvs_by_class.get(pvc.spec.storageClassName or "", []):
         spec = pv.spec
         ref = spec.claimRef
-        if reservations.taken.get(pv.metadata.name, (ns, name)) != (ns, name):
-            continue
-        if ref is not None and (ref.namespace, ref.name) == (ns, name):
-            return [pv]
-        if ref is not None or pv.metadata.deletionTimestamp is not None:
-            continue
-        if pv.status is not None and pv.status.phase not in (None, "Available"):
+        if reservations.taken.get(pv.metadata.name, key) != key:
+            continue  # assumed for another claim in this cycle
+        if ref is not None and not _bound_to(ref, pvc):
             continue
         if _quantity((spec.capacity or {}).get("storage", "0")) < want:
             continue
-        if (spec.volumeMode or "Filesystem") != (pvc.spec.volumeMode or "Filesystem"):
+        if (spec.volumeMode or "Filesystem") != mode:
+            continue
+        if (spec.volumeAttributesClassName or "") != attributes_class:
+            continue
+        if pv.metadata.deletionTimestamp is not None:
+            continue
+        if ref is not None:
+            return [pv]
+        if pv.status is not None and pv.status.phase not in (None, "Available"):
+            continue
+        if selector is not None and not selector.matches(pv.metadata.labels or {}):
             continue
         if not modes <= set(spec.accessModes or []):
-            continue
-        if not _selector_matches(pvc.spec.selector, pv.metadata.labels or {}):
             continue
         out.append(pv)
     return out
@@ -166,8 +163,8 @@ def choose(
     for pvc in volumes.delay:
         key = (pvc.metadata.namespace or "", pvc.metadata.name)
         selected = (pvc.metadata.annotations or {}).get(ANN_SELECTED_NODE)
-        if selected is not None:
-            if selected != node_name:
+        if selected is not None:  # provisioning already began on that node: it must still be allowed there
+            if selected != node_name or not provisionable(snap, catalog, pvc)[node]:
                 return None
             out.append(VolumeBinding(key, None, node_name))
             continue
@@ -208,7 +205,7 @@ def unbound_ok(
             ok = np.zeros(len(snap), dtype=bool)
             if selected in snap.index:
                 ok[snap.index[selected]] = True
-            return nodes & ok
+            return nodes & ok & provisionable(snap, catalog, pvc)
         ok = provisionable(snap, catalog, pvc).copy()
         for pv in candidate_pvs(catalog, reservations, pvc):
             ok |= pv_nodes.of(pv)
