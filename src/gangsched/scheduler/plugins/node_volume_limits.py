@@ -47,8 +47,6 @@ def limits(catalog: VolumeCatalog, node_name: str) -> dict[str, int]:
 
 def fits(new: dict[str, str], attached: Iterable[dict[str, str]], caps: dict[str, int]) -> bool:
     """Whether the pod's new volumes stay within the node's per-driver limits."""
-    if not new or not caps:
-        return True
     on_node: dict[str, str] = {}
     for volumes in attached:
         on_node.update(volumes)
