@@ -397,8 +397,8 @@ def test_two_claims_of_a_class_without_provisioner_and_no_pv() -> None:
                 "allowedTopologies": [
                     {
                         "matchLabelExpressions": [
-                            {"key": "zone", "values": ["a"]},
                             {"key": "rack", "values": ["r2"]},
+                            {"key": "zone", "values": ["a"]},
                         ]
                     },
                     {"matchLabelExpressions": [{"key": "zone", "values": ["b"]}]},
@@ -412,17 +412,25 @@ def test_two_claims_of_a_class_without_provisioner_and_no_pv() -> None:
     ],
 )
 def test_provisioning_allowed_topologies(klass: dict[str, Any], want: list[str]) -> None:
+    """Node by node (the pod pinned to it by a matchFields term): may the claim be provisioned there?"""
     nodes = [
         node("node-1", zone="a", rack="r1"),
         node("node-2", zone="a", rack="r2"),
         node("node-3", zone="b"),
     ]
-    store = schedule(storage_class(ZONAL, "csi.example.com", **klass), pvc(klass=ZONAL), pod(), nodes=nodes)
-    got = outcome(store)
-    if not want:
-        assert got == NONE_FITS
-    else:
-        assert got["node"] in want and got["bindings"] == {"data": (None, got["node"])}
+    provisionable = []
+    for name in ("node-1", "node-2", "node-3"):
+        pinned = pod()
+        pin = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [name]}]}
+        pinned["spec"]["affinity"] = {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [pin]}}
+        }
+        store = schedule(
+            storage_class(ZONAL, "csi.example.com", **klass), pvc(klass=ZONAL), pinned, nodes=nodes
+        )
+        if outcome(store) == {"node": name, "bindings": {"data": (None, name)}}:
+            provisionable.append(name)
+    assert provisionable == want
 
 
 def test_class_that_cannot_provision() -> None:
@@ -434,3 +442,32 @@ def test_claim_of_a_class_that_does_not_exist_waits() -> None:
     """A claim naming no existing class is neither matched nor provisioned (checkVolumeProvisions: class not
     found), whatever PV of another class there is."""
     assert outcome(schedule(pv("a", "node-1"), pvc(klass="missing"), pod()))["bindings"] == {}
+
+
+def bound_claim(name: str, *terms: list[str]) -> list[dict[str, Any]]:
+    """A claim bound to a PV whose required node affinity has one term per list of hostnames."""
+    affinity = {"required": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": hosts}]}
+        for hosts in terms]}}  # fmt: skip
+    volume = pv(name, "unused", claimRef={"namespace": "default", "name": name}, status={"phase": "Bound"})
+    volume["spec"]["nodeAffinity"] = affinity
+    claim = pvc(name, volumeName=name)
+    claim["status"] = {"phase": "Bound"}
+    return [volume, claim]
+
+
+def test_bound_pv_node_affinity_terms_are_ored() -> None:
+    """checkBoundClaims: the PV's nodeSelectorTerms are ORed (a term naming no node is just false)."""
+    store = schedule(*bound_claim("data", ["node-2"], ["node-9"]), pod())
+    assert outcome(store) == {"node": "node-2", "bindings": {}}
+
+
+def test_every_bound_claim_of_the_pod_must_admit_the_node() -> None:
+    store = schedule(
+        *bound_claim("d1", ["node-1"]), *bound_claim("d2", ["node-2"], ["node-3"]), pod("d1", "d2")
+    )
+    assert outcome(store) == {
+        "node": "0/3 nodes are available: 3 node(s) didn't match PersistentVolume's node affinity. "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.",
+        "bindings": {},
+    }
