@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from gangsched.api.gates import FeatureGates
@@ -81,3 +82,38 @@ def test_single_mode_members_leave_their_group_unmarked() -> None:
     assert not [
         c for c in (victims.status.conditions if victims.status else None) or [] if c.type == TARGET[0]
     ]
+
+
+def _first_evictions(name: str, cycles: int = 4) -> list[str]:
+    """The victims of the first decision that evicts, within a few cycles (each decision applied): a
+    reprieve that wrongly spares a victim makes the gang retry a preemption of no victims for ever, which
+    the scenario file alone would only show as a run that does not end."""
+    store, scheduler, d = _first_decision(name)
+    for cycle in range(1, cycles + 1):
+        if d is not None and d.evictions:
+            return sorted(e.pod[1] for e in d.evictions)
+        if d is not None:
+            store.apply(d)
+        d = scheduler.schedule_one(float(cycle))
+    return []
+
+
+@pytest.mark.parametrize(
+    ("name", "victims"),
+    [
+        # the unit put back carries the term that rejects a preemptor pod on another node of its zone
+        ("victim-anti-affinity-reaches-another-node.yaml", ["v", "w"]),
+        # the preemptor pod's own term reads a unit put back on another node of its zone
+        ("preemptor-anti-affinity-reaches-another-node.yaml", ["v", "w"]),
+        # the room a nominated pod of higher priority holds counts against the placements
+        ("nominated-room-held-during-group-reprieve.yaml", ["v1", "v2"]),
+        # the budget's one allowed disruption goes to the most important potential victim, on another node
+        ("pdb-budget-counts-victims-on-other-nodes.yaml", ["a2"]),
+        # a unit sharing no node with the preemptor, tried first, is passed over: the reprieve goes on
+        ("pdb-none-allowed-victim-elsewhere-first.yaml", ["a2"]),
+        # the second pod of the gang on a node is checked too
+        ("host-port-member-after-a-plain-member.yaml", ["v", "w"]),
+    ],
+)
+def test_reprieve_checks_every_placement_in_one_preemption(name: str, victims: list[str]) -> None:
+    assert _first_evictions(name) == victims

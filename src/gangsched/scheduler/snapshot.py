@@ -384,8 +384,5 @@ class Snapshot:
             self.nonzero_used[1] += sign * vec.nonzero_mem * count
             self.changed.extend(set(nodes))
 
-    def free(self) -> Int64Array:
-        return self.alloc - self.used
-
     def __len__(self) -> int:
         return len(self.node_names)
