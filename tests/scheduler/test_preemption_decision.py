@@ -117,3 +117,58 @@ def _first_evictions(name: str, cycles: int = 4) -> list[str]:
 )
 def test_reprieve_checks_every_placement_in_one_preemption(name: str, victims: list[str]) -> None:
     assert _first_evictions(name) == victims
+
+
+def test_lone_pod_dry_run_takes_a_whole_unit_out_of_its_affinity_counts() -> None:
+    """Upstream's SelectVictimsOnNode removes an `all` unit's members on other nodes from the preemptor's
+    pod affinity state: lone's zone anti-affinity against group g then holds on either node."""
+    store, _, d = _first_decision("lone-anti-affinity-all-group-across-nodes.yaml")
+    assert d is not None
+    assert sorted(e.pod[1] for e in d.evictions) == ["g1", "g2"]
+    ((key, node),) = [(n.pod, n.node) for n in d.nominations]
+    assert key[1] == "lone" and node in ("node-1", "node-2")
+    store.apply(d)
+    scheduled = [
+        c for c in store.get("Pod", ("default", "lone")).status.conditions if c.type == "PodScheduled"
+    ]
+    assert scheduled[0].message == (
+        "0/2 nodes are available: 2 Insufficient cpu. "
+        f"preemption: found a potential placement for pod on node {node}, preempting 2 victims"
+    )
+
+
+LOWER_NOMINATED = """
+- {apiVersion: scheduling.k8s.io/v1, kind: PriorityClass, metadata: {name: low}, value: 10}
+- {apiVersion: scheduling.k8s.io/v1, kind: PriorityClass, metadata: {name: mid}, value: 50}
+- {apiVersion: scheduling.k8s.io/v1, kind: PriorityClass, metadata: {name: high}, value: 100}
+- {apiVersion: v1, kind: Node, metadata: {name: node-1}, status: {allocatable: {cpu: "2", memory: 16Gi}}}
+- {apiVersion: v1, kind: Pod, metadata: {name: v}, spec: {priorityClassName: low, nodeName: node-1,
+   containers: [{name: c, image: i, resources: {requests: {cpu: "2"}}}]}}
+- {apiVersion: v1, kind: Pod, metadata: {name: m}, spec: {priorityClassName: mid,
+   containers: [{name: c, image: i, resources: {requests: {cpu: "1"}}}]}, status: {nominatedNodeName: node-1}}
+- {apiVersion: v1, kind: Pod, metadata: {name: lone}, spec: {priorityClassName: high,
+   containers: [{name: c, image: i, resources: {requests: {cpu: "2"}}}]}}
+- {apiVersion: scheduling.k8s.io/v1beta1, kind: PodGroup, metadata: {name: pg},
+   spec: {priorityClassName: high, schedulingPolicy: {gang: {minCount: 1}}}}
+- {apiVersion: v1, kind: Pod, metadata: {name: p1}, spec: {priorityClassName: high,
+   schedulingGroup: {podGroupName: pg}, containers: [{name: c, image: i, resources: {requests: {cpu: "2"}}}]}}
+"""
+
+
+@pytest.mark.parametrize(("preemptor", "m_cleared"), [("lone", True), ("p1", False)])
+def test_lower_priority_nomination_cleared_only_on_a_pod_preemptors_node(
+    preemptor: str, m_cleared: bool
+) -> None:
+    """Upstream's executor clears the nominations of lower-priority pods on the candidate's node: node-1 for
+    a lone pod, the node named "cluster" (none here) for a pod group, though its members go to node-1."""
+    docs = [
+        d
+        for d in yaml.safe_load(LOWER_NOMINATED)
+        if d["metadata"]["name"] != ("p1" if preemptor == "lone" else "lone")
+    ]
+    store = Store()
+    store.add_all(load_objects(docs, "test", FeatureGates()))
+    d = Scheduler(store, FeatureGates(), seed=0).schedule_one(0.0)
+    assert d is not None and [e.pod[1] for e in d.evictions] == ["v"]
+    assert (preemptor, "node-1") in [(n.pod[1], n.node) for n in d.nominations]
+    assert (("m", None) in [(n.pod[1], n.node) for n in d.nominations]) == m_cleared

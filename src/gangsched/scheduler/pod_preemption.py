@@ -90,8 +90,8 @@ def _victims_on_node(
     vec = ev.vector(pi)
     held = snap.held_on(node, pi.priority, pi.key) if snap.nominated else None
     out = TakenOut(view)
-    for unit in units:
-        out.take(unit, node)
+    for unit in units:  # whole units, members on other nodes included: they count for pod affinity and spread
+        out.take(unit)
     try:
         reasons = ev.fit_reasons(pi, node) or _held_short(snap, vec, node, held)
         if reasons:
@@ -102,7 +102,7 @@ def _victims_on_node(
         for unit, count in [*violating, *((u, 0) for u in fine)]:
             out.put_back(unit)
             if ev.fit_reasons(pi, node) or _held_short(snap, vec, node, held):
-                out.take(unit, node)
+                out.take(unit)
                 victims.append(unit)
                 violations += count
         if not victims:  # it fits with nothing evicted: upstream reports an error for such a node

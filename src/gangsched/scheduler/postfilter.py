@@ -51,11 +51,13 @@ def preemption_decision(p: Preemption, snap: Snapshot) -> Decision:
     the caller drops those that change nothing)."""
     d = Decision()
     d.nominations.extend(Nomination(key, snap.node_names[node]) for key, node in p.nominations)
-    targets = {node for _, node in p.nominations}
-    for key, (node, _, priority) in sorted(snap.nominated.items()):
-        if node in targets and priority < p.priority:
-            d.nominations.append(Nomination(key, None))
     where = "cluster" if p.node is None else snap.node_names[p.node]
+    # Upstream's executor clears the lower-priority nominations on the node named by the candidate
+    # (getLowerPriorityNominatedPods): a pod's node; for a group the candidate is named "cluster", so none.
+    candidate = snap.index.get(where)
+    for key, (node, _, priority) in sorted(snap.nominated.items()):
+        if node == candidate and priority < p.priority:
+            d.nominations.append(Nomination(key, None))
     target = Condition(
         DISRUPTION_TARGET,
         "True",

@@ -109,11 +109,9 @@ class TakenOut:
         self._where: dict[PodKey, tuple[int, PodVector]] = {}
         self._taken: list[VictimUnit] = []
 
-    def _record(self, unit: VictimUnit, node: int | None) -> list[PodKey]:
+    def _record(self, unit: VictimUnit) -> list[PodKey]:
         placed = self.snap.placed
-        keys = [
-            pi.key for pi in unit.pods if pi.key in placed and (node is None or placed[pi.key][0] == node)
-        ]
+        keys = [pi.key for pi in unit.pods if pi.key in placed]
         self._where.update((k, placed[k]) for k in keys)
         return keys
 
@@ -128,9 +126,11 @@ class TakenOut:
         wanted, where = set(nodes), self._where
         return [u for u in self._taken if any(where[pi.key][0] in wanted for pi in u.pods if pi.key in where)]
 
-    def take(self, unit: VictimUnit, node: int | None = None) -> None:
-        """Remove the unit's pods (only those on `node` when given)."""
-        self._undo.extend(self.snap.remove(k) for k in self._record(unit, node))
+    def take(self, unit: VictimUnit) -> None:
+        """Remove the unit's pods, on every node: dry-running a pod's preemption on one node, upstream's
+        SelectVictimsOnNode takes a unit's members elsewhere out of the preemptor's pod affinity and spread
+        counts too (PreFilterExtension RemovePod), and they free nothing on the node it tries."""
+        self._undo.extend(self.snap.remove(k) for k in self._record(unit))
 
     def put_back(self, unit: VictimUnit) -> None:
         """Place again the unit's pods that were taken and are out now."""
