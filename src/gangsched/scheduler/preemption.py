@@ -252,12 +252,11 @@ def _reprieve(
     for pi, node in placed:
         rows_by_node.setdefault(node, set()).update(row for row, _ in view.ev.vector(pi).rows)
         placed_on.setdefault(node, []).append(pi)
-    # Pods that read other pods (ports, spread, pod affinity) may be affected by a unit on any node; so may
-    # any placement by a unit carrying affinity terms of its own (an anti-affinity over a zone rejects pods
-    # on other nodes than the unit's): upstream's reprieveVictim runs the filters for every placement.
-    domain_wide = any(view.ev.reads_other_pods(pi) for pi, _ in placed) or any(
-        pi.traits.carries_terms for unit in units for pi in unit.pods
-    )
+    # Pods that read other pods (ports, spread, pod affinity) may be affected by a unit on any node. A unit
+    # carrying terms of its own does not make it domain-wide: upstream's InterPodAffinity PreFilter, run on
+    # the snapshot without the victims, skips a pod without terms when no remaining pod has any, so the
+    # filter never sees the terms of a unit put back (kube-scheduler side by side agrees).
+    domain_wide = any(view.ev.reads_other_pods(pi) for pi, _ in placed)
     pdbs = view.budgets()
     if not pdbs and not domain_wide:  # order is all that matters then, and only among units sharing a node
         units = out.units_on(rows_by_node)
