@@ -199,3 +199,70 @@ def test_kept_placement_sums_score_as_the_cycle_would(
         for r, node_cpu in zip(racks, cpus, strict=False):
             holds[r] = holds.get(r, 0) + min(4, milli[node_cpu] // milli[cpu])
         assert (len(fast[0]) > 0) == (max(holds.values()) >= (size if gang else 1))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    cpus=st.lists(st.sampled_from([1, 2, 3, 8]), min_size=1, max_size=6),
+    tainted=st.lists(st.booleans(), min_size=6, max_size=6),
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["place", "place", "remove", "remove", "burst", "clear"]),
+            st.integers(0, 5),
+            st.integers(1, 4),
+            st.booleans(),
+        ),
+        max_size=40,
+    ),
+    probe=st.sampled_from([1, 2, 3]),
+)
+def test_kept_room_counts_what_the_free_capacity_holds(
+    cpus: list[int], tainted: list[bool], steps: list[tuple[str, int, int, bool]], probe: int
+) -> None:
+    """room_for, kept per node and refreshed from the change log (node by node, or all at once after many
+    changes - a burst of 40 pods - or a cleared log), always equals the count by hand: on each untainted
+    node, the free CPU over the probe's request, at most the free pod slots (4 per node), summed."""
+    taint = [{"key": "k", "value": "v", "effect": "NoSchedule"}]
+    nodes = [
+        node(f"n{i}", taints=taint if tainted[i] else None,
+             allocatable={"cpu": str(c), "memory": "8Gi", "pods": "4"})
+        for i, c in enumerate(cpus)
+    ]  # fmt: skip
+    ev = evaluator.Evaluator(Snapshot(nodes), np.random.default_rng(0))
+    snap = ev.snap
+    like = pod_info(pod("probe", cpu=f"{probe * 500}m"), 0)
+    used = [[0, 0] for _ in cpus]  # (milli-CPU, pods) per node, by hand
+    placed: list[tuple[tuple[str, str], int, int]] = []
+    seen = set()
+
+    def place(name: str, at: int, milli_cpu: int) -> None:
+        pi = pod_info(pod(name, cpu=f"{milli_cpu}m", node_name=f"n{at}"), len(placed) + 1)
+        snap.place(pi.key, at, ev.vector(pi), pi.traits)  # over-commits too: a count is never below 0
+        placed.append((pi.key, at, milli_cpu))
+        used[at][0] += milli_cpu
+        used[at][1] += 1
+
+    for i, (op, at, half_cpus, ask) in enumerate([*steps, ("ask", 0, 1, True)]):
+        if op == "place" and at < len(cpus):
+            place(f"p{i}", at, half_cpus * 500)
+        elif op == "burst" and at < len(cpus):
+            for j in range(40):
+                place(f"p{i}-{j}", at, 10)
+        elif op == "remove" and placed:
+            key, n, milli_cpu = placed.pop(at % len(placed))
+            snap.remove(key)
+            used[n][0] -= milli_cpu
+            used[n][1] -= 1
+        elif op == "clear":
+            snap.clear_logs()
+        if ask:
+            seen.add(op)
+            per_node = [
+                0 if t else max(0, min((c * 1000 - u[0]) // (probe * 500), 4 - u[1]))
+                for c, u, t in zip(cpus, used, tainted, strict=False)
+            ]
+            assert ev.room_for(like) == sum(per_node)
+            even = np.arange(len(cpus)) % 2 == 0  # a cycle's candidate nodes
+            assert ev.room_for(like, even) == sum(per_node[::2])
+    for op in sorted(seen):
+        event(f"asked after {op}")

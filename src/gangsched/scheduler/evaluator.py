@@ -61,6 +61,7 @@ __all__ = [
 ScoringStrategy = str  # "LeastAllocated" (upstream default) or "MostAllocated"
 _max = np.maximum.reduce  # ndarray.max without its Python wrapper: find_node calls it for every pod
 _MAX_CHANGE_LOG = 200_000
+_ROOM_LOG = 32  # room_for refreshes up to this many logged changes node by node, more all at once
 STATIC, RESOURCES, PODS, CLAIMS = "static", "resources", "pods", "claims"
 
 
@@ -197,6 +198,17 @@ class _Class:
 
 
 @dataclass(slots=True, eq=False)
+class _Room:
+    """How many pods of one class the free capacity of each node holds (0 where its static filters refuse
+    them) and their sum, current with the snapshot's change log up to `synced` in `generation`."""
+
+    per_node: list[int]
+    total: int
+    synced: int
+    generation: int
+
+
+@dataclass(slots=True, eq=False)
 class _PodsLayer:
     """Pods-stage verdicts for one class and one set of traits, valid for one state of the pod log."""
 
@@ -241,6 +253,7 @@ class Evaluator:
             else node_resources_fit.most_allocated
         )
         self._classes: dict[Hashable, _Class] = {}
+        self._rooms: dict[Hashable, _Room] = {}  # room_for's counts per class, kept current like classes
         self._domain_sums: dict[tuple[Hashable, str], DomainSums] = {}
         self._labelled: dict[str, BoolArray] = {}
         self.root_placements: dict[str, list[Any]] = {}  # topology key -> placements over all nodes
@@ -403,17 +416,42 @@ class Evaluator:
     def room_for(self, pi: PodInfo, nodes: BoolArray | None = None) -> int:
         """How many pods like `pi` the free capacity could hold at once, over the nodes its static filters
         admit (and, when given, `nodes` allows: the candidates of a cycle): an upper bound on what any
-        cycle on those nodes can place (inter-pod rules, nominated pods and topology only lower it)."""
+        cycle on those nodes can place (inter-pod rules, nominated pods and topology only lower it).
+
+        Every release asks it for each class waiting, so the per-node counts are kept and refreshed only on
+        the nodes the snapshot's change log names since the last call (usually one or two)."""
         c = self._classes.get(pi.signature) or self._class(pi)
         snap = self.snap
-        room: npt.NDArray[np.int64] | None = None
-        for row, v in c.vec.rows:
+        changed = snap.changed
+        room = self._rooms.get(c.key)
+        if room is None or room.generation != snap.generation or len(changed) > room.synced + _ROOM_LOG:
+            room = self._rooms[c.key] = self._room_everywhere(c)
+        elif room.synced < len(changed):
+            per_node = room.per_node
+            for col in set(changed[room.synced :]):
+                count = self._room_on(c, col)
+                room.total += count - per_node[col]
+                per_node[col] = count
+            room.synced = len(changed)
+        if nodes is not None:
+            return int(np.asarray(room.per_node, dtype=np.int64)[nodes].sum())
+        return room.total
+
+    def _room_everywhere(self, c: _Class) -> _Room:
+        snap = self.snap
+        room: npt.NDArray[np.int64] = np.zeros(len(snap), dtype=np.int64)
+        for i, (row, v) in enumerate(c.vec.rows):
             fits = (snap.alloc[row] - snap.used[row]) // v
-            room = fits if room is None else np.minimum(room, fits)
-        if room is None:
+            room = fits if i == 0 else np.minimum(room, fits)
+        per_node = np.where(c.static_ok, np.maximum(room, 0), 0).tolist()
+        return _Room(per_node, sum(per_node), len(snap.changed), snap.generation)
+
+    def _room_on(self, c: _Class, col: int) -> int:
+        """`_room_everywhere` on one node, in scalar code (the same integers)."""
+        if not c.static_ok[col]:
             return 0
-        usable = c.static_ok if nodes is None else c.static_ok & nodes
-        return int(np.maximum(room[usable], 0).sum())  # the ufunc: np.clip's wrapper cost more than it
+        free: list[int] = (self.snap.alloc[:, col] - self.snap.used[:, col]).tolist()
+        return max(min(free[row] // v for row, v in c.vec.rows), 0)
 
     def vector(self, pi: PodInfo) -> PodVector:
         """What `pi` takes from a node. Never builds its class: a bound pod's spec names its node, and a

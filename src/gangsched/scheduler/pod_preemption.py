@@ -141,7 +141,9 @@ def preempt_pod(view: PreemptionView, pi: PodInfo) -> Preemption | str:
         max(potential.size * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE),
     )
     offset = int(view.rng.integers(potential.size)) if potential.size else 0
-    for i in range(potential.size):
+    if not by_node:  # nothing of lower priority runs anywhere: every node tried would say so
+        histogram[NO_VICTIMS_FOR_POD] += potential.size
+    for i in range(potential.size if by_node else 0):
         node = int(potential[(offset + i) % potential.size])
         units = by_node.get(node)
         if not units:

@@ -43,11 +43,16 @@ class GpuLedger:
     samples: list[tuple[float, ...]] = field(default_factory=list)
     needs: dict[float, Counter[int]] = field(default_factory=dict)  # GPUs per pod -> pods needed -> jobs
     _free: npt.NDArray[np.float64] = field(init=False)
+    # How many nodes have each amount of free GPUs: the fragmentation test reads these few amounts instead
+    # of every node, at every event that frees or takes GPUs.
+    _free_amounts: Counter[float] = field(init=False)
+    _free_sum: float = 0.0
     _fragmented: float = 0.0
     _dirty: bool = True
 
     def __post_init__(self) -> None:
         self._free = self.node_gpus.astype(np.float64).copy()
+        self._free_amounts = Counter(self._free.tolist())
 
     @property
     def total_gpus(self) -> float:
@@ -63,12 +68,13 @@ class GpuLedger:
         if dt <= 0:
             return
         if self._dirty:
+            self._free_sum = float(self._free.sum())
             self._fragmented = self._compute_fragmented()
             self._dirty = False
         counts, seconds = self.counts, self.seconds
         for i in range(len(STATES)):
             seconds[i] += counts[i] * dt
-        free = float(self._free.sum())
+        free = self._free_sum
         self.free_total += free * dt
         self.fragmented_total += self._fragmented * dt
         self.last = now
@@ -82,11 +88,12 @@ class GpuLedger:
             self.samples.append((end, *self.counts, float(self._free.sum())))
 
     def _compute_fragmented(self) -> float:
-        free = self._free
+        """The free GPUs when no job waiting fits in them (pods of its size per node, summed), else 0."""
+        amounts = self._free_amounts.items()
         for size, needs in self.needs.items():
-            if size <= 0 or (free // size).sum() >= min(needs):
+            if size <= 0 or sum(nodes * (free // size) for free, nodes in amounts) >= min(needs):
                 return 0.0  # someone waiting could use the room (a job asking no GPU, or one that fits)
-        return float(free.sum()) if self.needs else 0.0
+        return self._free_sum if self.needs else 0.0
 
     @property
     def totals(self) -> dict[str, float]:
@@ -99,13 +106,21 @@ class GpuLedger:
         for i in range(JOB_STATES):
             counts[i] += new[i] - old[i]
 
-    def take(self, node: int, gpus: float) -> None:
-        self._free[node] -= gpus
+    def _set_free(self, node: int, free: float) -> None:
+        amounts = self._free_amounts
+        old = float(self._free[node])
+        amounts[old] -= 1
+        if not amounts[old]:
+            del amounts[old]
+        amounts[free] += 1
+        self._free[node] = free
         self._dirty = True
 
+    def take(self, node: int, gpus: float) -> None:
+        self._set_free(node, float(self._free[node]) - gpus)
+
     def give(self, node: int, gpus: float) -> None:
-        self._free[node] += gpus
-        self._dirty = True
+        self._set_free(node, float(self._free[node]) + gpus)
 
     def terminating(self, gpus: float) -> None:
         """An evicted pod's GPUs stay allocated, without progress, until it leaves (`left`)."""
@@ -118,12 +133,10 @@ class GpuLedger:
 
     def node_down(self, node: int) -> None:
         """A failed node's GPUs are neither free nor allocated until it is back."""
-        self._free[node] -= self.node_gpus[node]
-        self._dirty = True
+        self.take(node, float(self.node_gpus[node]))
 
     def node_up(self, node: int) -> None:
-        self._free[node] += self.node_gpus[node]
-        self._dirty = True
+        self.give(node, float(self.node_gpus[node]))
 
     def waiting(self, old: tuple[float, int] | None, new: tuple[float, int] | None) -> None:
         """A job's (GPUs per pod, pods needed at once) while it waits for room changed from `old` to `new`."""
