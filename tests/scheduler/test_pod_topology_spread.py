@@ -185,3 +185,141 @@ def test_score_null_selector() -> None:
         labels={"foo": ""}, spread=[spread(1, "kubernetes.io/hostname", "ScheduleAnyway", selector=None)]
     )
     assert set(spread_scores(ev, incoming).values()) == {100}
+
+
+_SEQ = iter(range(1_000_000))
+
+
+def _labelled(where: str, *keys: str) -> Any:
+    """A placed pod carrying these labels (empty values), with a name of its own."""
+    return pod(f"p-{where}-{next(_SEQ)}", dict.fromkeys(keys, ""), node_name=where)
+
+
+ZONE_AND_NODE = [spread(1, "zone"), spread(1, "node")]
+
+
+def test_two_constraints_intersect() -> None:
+    # "two Constraints on zone and node, spreads = [3/3, 2/1/0/3]": the zone allows any node, the node
+    # constraint only node-x
+    existing = placed("node-a", "node-a", "node-b", "node-y", "node-y", "node-y")
+    incoming = pod(labels={"foo": ""}, spread=ZONE_AND_NODE)
+    assert verdicts(evaluator(four_nodes(), existing), incoming) == {
+        "node-a": REASON,
+        "node-b": REASON,
+        "node-x": None,
+        "node-y": REASON,
+    }
+    # "spreads = [3/4, 2/1/0/4]": zone1 only by the zone, node-x only by the node: nothing
+    more = [*existing, *placed("node-y")]
+    assert set(verdicts(evaluator(four_nodes(), more), incoming).values()) == {REASON}
+
+
+def test_two_constraints_with_different_selectors() -> None:
+    incoming = pod(labels={"foo": "", "bar": ""}, spread=[spread(1, "zone"), spread(1, "node", selector=BAR)])
+    # "spreads = [1/0, 1/0/0/1]" -> node-x
+    existing = [_labelled("node-a", "foo"), _labelled("node-y", "bar")]
+    assert verdicts(evaluator(four_nodes(), existing), incoming) == {
+        "node-a": REASON,
+        "node-b": REASON,
+        "node-x": None,
+        "node-y": REASON,
+    }
+    # "spreads = [1/0, 0/0/1/1]" -> nothing
+    existing = [_labelled("node-a", "foo"), _labelled("node-x", "bar"), _labelled("node-y", "bar")]
+    assert set(verdicts(evaluator(four_nodes(), existing), incoming).values()) == {REASON}
+    # "spreads = [2/3, 1/0/0/1]" -> node-b
+    existing = [
+        _labelled("node-a", "foo"),
+        _labelled("node-a", "foo", "bar"),
+        _labelled("node-y", "foo"),
+        _labelled("node-y", "foo", "bar"),
+        _labelled("node-y", "foo"),
+    ]
+    assert verdicts(evaluator(four_nodes(), existing), incoming) == {
+        "node-a": REASON,
+        "node-b": None,
+        "node-x": REASON,
+        "node-y": REASON,
+    }
+    # "pod doesn't match itself on 'zone' constraint" -> node-a and node-b
+    not_foo = pod(labels={"bar": ""}, spread=[spread(1, "zone"), spread(1, "node", selector=BAR)])
+    existing = [_labelled("node-a", "foo"), _labelled("node-x", "bar"), _labelled("node-y", "bar")]
+    assert verdicts(evaluator(four_nodes(), existing), not_foo) == {
+        "node-a": None,
+        "node-b": None,
+        "node-x": REASON,
+        "node-y": REASON,
+    }
+
+
+def test_two_constraints_one_label_missing() -> None:
+    # "two Constraints on zone and node, absence of label 'node' on node-x, spreads = [1/1, 1/0/0/1]": the
+    # node without the second key fails with the missing-label reason, whatever the first constraint says
+    nodes = four_nodes()
+    nodes[2] = node("node-x", {"zone": "zone2"})
+    incoming = pod(labels={"foo": ""}, spread=ZONE_AND_NODE)
+    assert verdicts(evaluator(nodes, placed("node-a", "node-y")), incoming) == {
+        "node-a": REASON,
+        "node-b": None,
+        "node-x": REASON_MISSING_LABEL,
+        "node-y": REASON,
+    }
+    # the first failure wins: node-a is too skewed by the zone before it lacks the node key
+    nodes[0] = node("node-a", {"zone": "zone1"})
+    heavy = placed("node-b", "node-b")
+    assert verdicts(evaluator(nodes, heavy), incoming) == {
+        "node-a": REASON,
+        "node-b": REASON,
+        "node-x": REASON_MISSING_LABEL,
+        "node-y": None,
+    }
+
+
+def test_two_constraints_inclusion_policies() -> None:
+    # "two node inclusion Constraints, zone: honor/ignore, node: ignore/ignore": node-y (no foo label) is
+    # outside the zone constraint's domains but counts for the node constraint
+    nodes = [
+        node("node-a", {"zone": "zone1", "node": "node-a", "foo": ""}),
+        node("node-b", {"zone": "zone1", "node": "node-b", "foo": ""}),
+        node("node-x", {"zone": "zone2", "node": "node-x", "foo": ""}),
+        node("node-y", {"zone": "zone2", "node": "node-y"}),
+    ]
+    incoming = pod(
+        labels={"foo": ""},
+        node_selector={"foo": ""},
+        spread=[spread(1, "zone"), spread(1, "node", nodeAffinityPolicy="Ignore")],
+    )
+    got = verdicts(evaluator(nodes, placed("node-a", "node-b", "node-y")), incoming)
+    assert got == {"node-a": REASON, "node-b": REASON, "node-x": None, "node-y": NODE_AFFINITY_REASON}
+
+
+def test_nodes_lacking_any_constraint_key_are_not_counted() -> None:
+    # requireAllTopologies: a node without every constraint's key is left out of all domains, so node-x (no
+    # zone) does not make the node constraint's minimum 0
+    nodes = four_nodes()
+    nodes[2] = node("node-x", {"node": "node-x"})
+    incoming = pod(labels={"foo": ""}, spread=[spread(5, "zone"), spread(1, "node")])
+    assert verdicts(evaluator(nodes, placed("node-a", "node-b", "node-y")), incoming) == {
+        "node-a": None,
+        "node-b": None,
+        "node-x": REASON_MISSING_LABEL,
+        "node-y": None,
+    }
+
+
+def test_both_inclusion_policies_honoured() -> None:
+    # nodeAffinityPolicy Honor (the default) and nodeTaintsPolicy Honor together: node-a, outside the pod's
+    # nodeSelector, is no domain, so its lack of pods does not lower the minimum
+    nodes = [
+        node("node-a", {"zone": "zone1", "node": "node-a"}),
+        *(node(n, {"zone": "zone1", "node": n, "foo": ""}) for n in ("node-b", "node-x", "node-y")),
+    ]
+    incoming = pod(
+        labels={"foo": ""}, node_selector={"foo": ""}, spread=[spread(1, "node", nodeTaintsPolicy="Honor")]
+    )
+    assert verdicts(evaluator(nodes, placed("node-b", "node-x", "node-y")), incoming) == {
+        "node-a": NODE_AFFINITY_REASON,
+        "node-b": None,
+        "node-x": None,
+        "node-y": None,
+    }
