@@ -222,3 +222,39 @@ def test_match_label_keys_and_mismatch_label_keys() -> None:
         anti=[term("app", "In", ["x"], "zone", mismatchLabelKeys=["version"])],
     )
     assert verdicts(evaluator(nodes, existing), other_version) == {"n1": REASON_ANTI_AFFINITY, "n2": None}
+
+
+ZONED = [
+    node("node-a", {"zone": "z1", "host": "node-a"}),
+    node("node-b", {"zone": "z1", "host": "node-b"}),
+    node("node-x", {"zone": "z2", "host": "node-x"}),
+]
+
+
+def test_affinity_terms_each_need_their_domain() -> None:
+    # two required terms of different topology keys: a node needs pods matching all the terms in its domain
+    # of each term (its host and its zone); node-b shares node-a's zone but not its host
+    existing = [pod("s1", S1, node_name="node-a")]
+    terms = [term("security", "In", ["S1"], "host"), term("security", "In", ["S1"], "zone")]
+    got = verdicts(evaluator(ZONED, existing), pod(affinity=terms))
+    assert got == {"node-a": None, "node-b": REASON_AFFINITY, "node-x": REASON_AFFINITY}
+
+
+def test_pod_matching_its_own_affinity_follows_existing_matches() -> None:
+    # "the first of a group may go anywhere" holds only while no pod anywhere matches the terms: one in z2
+    # pins the self-matching pod to z2
+    incoming = pod(labels=S1, affinity=[term("security", "In", ["S1"], "zone")])
+    assert verdicts(evaluator(ZONED, []), incoming) == {"node-a": None, "node-b": None, "node-x": None}
+    got = verdicts(evaluator(ZONED, [pod("s1", S1, node_name="node-x")]), incoming)
+    assert got == {"node-a": REASON_AFFINITY, "node-b": REASON_AFFINITY, "node-x": None}
+
+
+def test_first_of_a_group_still_needs_every_key() -> None:
+    # with no matching pod anywhere a self-matching pod may start the group, but only on a node carrying
+    # every term's topology key
+    nodes = [*ZONED, node("no-host", {"zone": "z1"})]
+    incoming = pod(
+        labels=S1, affinity=[term("security", "In", ["S1"], "host"), term("security", "In", ["S1"], "zone")]
+    )
+    got = verdicts(evaluator(nodes, []), incoming)
+    assert got == {"node-a": None, "node-b": None, "node-x": None, "no-host": REASON_AFFINITY}
