@@ -712,7 +712,7 @@ class Evaluator:
                 for row, v in c.vec.rows:
                     short = remaining & (free[row] < v)
                     if short.any():
-                        reason = "Too many pods" if row == 2 else f"Insufficient {snap.resources[row]}"
+                        reason = node_resources_fit.insufficient(snap, row)
                         failure.histogram[reason] += int(short.sum())
                         short_any |= short
                 remaining &= ~short_any

@@ -19,6 +19,7 @@ import numpy as np
 
 from .evaluator import FitFailure
 from .pdb import Budget, split_by_violation
+from .plugins.node_resources_fit import insufficient
 from .podinfo import PodInfo
 from .preemption import (
     TERMINATING_ON_NOMINATED,
@@ -72,7 +73,7 @@ def _held_short(snap: Snapshot, vec: PodVector, node: int, held: Int64Array | No
     if held is None:
         return []
     return [
-        "Too many pods" if row == PODS else f"Insufficient {snap.resources[row]}"
+        insufficient(snap, row)
         for row, v in sorted(vec.rows, key=lambda rv: rv[0] != PODS)
         if snap.alloc[row, node] - snap.used[row, node] - held[row] < v
     ]

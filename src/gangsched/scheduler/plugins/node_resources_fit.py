@@ -46,13 +46,9 @@ def score_one(snap: Snapshot, vec: PodVector, col: int, most_allocated: bool) ->
     return total // 2
 
 
-def reasons(snap: Snapshot, vec: PodVector, node: int) -> list[str]:
-    """Why `vec` does not fit on `node`, as upstream words it (pods first, then each resource)."""
-    out = []
-    for row, v in vec.rows:
-        if snap.alloc[row, node] - snap.used[row, node] < v:
-            out.append("Too many pods" if row == PODS else f"Insufficient {snap.resources[row]}")
-    return sorted(out, key=lambda r: r != "Too many pods")
+def insufficient(snap: Snapshot, row: int) -> str:
+    """How upstream's fitsRequest words a resource the node lacks (its InsufficientResource reason)."""
+    return "Too many pods" if row == PODS else f"Insufficient {snap.resources[row]}"
 
 
 def _requested(snap: Snapshot, vec: PodVector, cols: npt.NDArray[np.intp] | slice) -> tuple[Int64Array, ...]:
