@@ -205,6 +205,9 @@ def name_in(*names: str) -> dict[str, Any]:
         ([{"matchExpressions": [ZONE_A, SSD]}], {"n1"}),
         ([{"matchExpressions": [ZONE_A]}, {"matchExpressions": [SSD]}], {"n1", "n2", "n3"}),
         ([{"matchExpressions": [SSD, ZONE_A]}], {"n1"}),
+        # an empty term matches no node ("Pod with an empty NodeSelectorTerm in affinity ... won't schedule")
+        ([{"matchExpressions": []}], set()),
+        ([{"matchExpressions": []}, {"matchExpressions": [SSD]}], {"n1", "n3"}),
         # matchFields alone, and with expressions (ANDed with them)
         ([{"matchFields": [name_in("n2")]}], {"n2"}),
         ([{"matchExpressions": [ZONE_A], "matchFields": [name_in("n3")]}], set()),

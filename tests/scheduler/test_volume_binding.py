@@ -439,9 +439,13 @@ def test_class_that_cannot_provision() -> None:
 
 
 def test_claim_of_a_class_that_does_not_exist_waits() -> None:
-    """A claim naming no existing class is neither matched nor provisioned (checkVolumeProvisions: class not
-    found), whatever PV of another class there is."""
-    assert outcome(schedule(pv("a", "node-1"), pvc(klass="missing"), pod()))["bindings"] == {}
+    """IsDelayBindingMode reads a class that does not exist as not WaitForFirstConsumer: the unbound claim
+    is an Immediate one, and the pod stops at PreFilter."""
+    assert outcome(schedule(pv("a", "node-1"), pvc(klass="missing"), pod())) == {
+        "node": "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims. "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.",
+        "bindings": {},
+    }
 
 
 def bound_claim(name: str, *terms: list[str]) -> list[dict[str, Any]]:
