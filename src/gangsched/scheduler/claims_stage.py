@@ -169,6 +169,15 @@ class ClaimsStage:
                     return f"request {req.name}: device class {sub.deviceClassName} does not exist"
         return None
 
+    def reads_placed(self, pi: PodInfo) -> tuple[bool, bool]:
+        """Whether the pod's preemptible claims verdicts read other placed pods: (on its own node - its CSI
+        volumes against the node's attach limits, on every node - its ReadWriteOncePod claims' other users).
+        Both False after a PreFilter error, which no placement survives."""
+        state = self.prefilter(pi)
+        if state.error is not None:
+            return (False, False)
+        return (bool(state.attachable), bool(state.volumes.rwop))
+
     def static(self, pi: PodInfo) -> BoolArray:
         """Nodes not rejected by the generation-wide rejections (all False after a PreFilter error)."""
         state = self.prefilter(pi)

@@ -354,6 +354,20 @@ class Evaluator:
             return False
         return bool(traits.host_ports or traits.spread or traits.carries_terms or self.snap.carriers)
 
+    def reads_placed_pods(self, pi: PodInfo) -> tuple[bool, bool]:
+        """Whether some filter's verdict on `pi` changes with the pods placed elsewhere in the snapshot:
+        (on `pi`'s own node, on any node). Pods-stage plugins read every node (spread and pod affinity count
+        whole domains); of the claims stage, NodeVolumeLimits reads the node's attached volumes and
+        VolumeRestrictions every user of a ReadWriteOncePod claim wherever it runs. Preemption's dry runs
+        ask `fit_reasons` again for such pods when it puts victims back; for the others resources suffice."""
+        if self.reads_other_pods(pi):
+            return (True, True)
+        if not self._claims_apply(pi):
+            return (False, False)
+        assert self.claims is not None
+        node, anywhere = self.claims.reads_placed(pi)
+        return (node or anywhere, anywhere)
+
     def _pods_layer(self, pi: PodInfo, c: _Class) -> _PodsLayer | None:
         """The pod's pods-stage verdicts, current with the pod log; None when `reads_other_pods` is false."""
         traits = pi.traits

@@ -217,9 +217,12 @@ def _placements_fit(
 
     The static filters do not depend on other pods. For resources, each pod's sequential check (free >=
     request, earlier pods reserved) holds for all of them exactly when no resource any of them requests is
-    over-committed on its node once all are reserved. A pod that reads other pods (host ports, spread,
-    pod affinity) is asked again with every other pod in place, itself taken out for the question; with
-    `domain_wide`, on every node of the placement (a pod put back elsewhere in a zone may still count).
+    over-committed on its node once all are reserved. A pod whose filters read other placed pods
+    (`Evaluator.reads_placed_pods`: host ports, spread, pod affinity, CSI attach limits, ReadWriteOncePod
+    claims) is asked again with every other pod in place, itself taken out for the question, when one of
+    `nodes` is its own or, with `domain_wide`, wherever it is if it reads every node (a pod put back
+    elsewhere in a zone, or using its ReadWriteOncePod claim, may still count). As upstream's reprieve runs
+    every filter for every proposed placement, this is one rule for all of them.
     """
     ev = view.ev
     snap = ev.snap
@@ -231,7 +234,8 @@ def _placements_fit(
                 return False
     for node in placed_on if domain_wide else nodes:
         for pi in placed_on[node]:
-            if not ev.reads_other_pods(pi):
+            own_node, anywhere = ev.reads_placed_pods(pi)
+            if not (anywhere or (own_node and node in nodes)):
                 continue
             undo = snap.remove(pi.key)
             try:
@@ -256,7 +260,7 @@ def _reprieve(
     # carrying terms of its own does not make it domain-wide: upstream's InterPodAffinity PreFilter, run on
     # the snapshot without the victims, skips a pod without terms when no remaining pod has any, so the
     # filter never sees the terms of a unit put back (kube-scheduler side by side agrees).
-    domain_wide = any(view.ev.reads_other_pods(pi) for pi, _ in placed)
+    domain_wide = any(view.ev.reads_placed_pods(pi)[1] for pi, _ in placed)
     pdbs = view.budgets()
     if not pdbs and not domain_wide:  # order is all that matters then, and only among units sharing a node
         units = out.units_on(rows_by_node)
