@@ -16,9 +16,11 @@ from lightkube import Client
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import PersistentVolume, PersistentVolumeClaim, Pod
 from lightkube.resources.resource_v1 import ResourceClaim, ResourceSlice
+from lightkube.resources.scheduling_v1 import PriorityClass
 from lightkube.resources.storage_v1 import CSINode
+from lightkube.types import PatchType
 
-from .paired import SCHEDULERS, TIMEOUT, create, paired_sides, pod, settle
+from .paired import SCHEDULERS, TIMEOUT, create, outcome, paired_sides, pod, settle
 from .test_apiserver import wait_for
 
 DRIVER = "gpu.gangsched.test"
@@ -270,6 +272,51 @@ def test_podgroup_claim_is_shared_and_reserved_for_the_group(
         kube_client.delete(ResourceSlice, f"{ns}-n2-gpus")
 
 
+def test_postfilter_deallocates_a_claim_allocated_where_the_pod_cannot_run(
+    kube_client: Client,
+    sides: dict[str, str],
+) -> None:
+    """DynamicResources' PostFilter: claim `stale` is allocated on n1's gpu-0 with no consumer (the
+    resourceclaim controller deallocates only claims whose last consumer left), and a filler leaves n1 too
+    little CPU for p. p's first cycle fails (n1 short of CPU, the claim not available on n2), PostFilter
+    deallocates the claim, its update requeues p: both schedulers bind p to n2 with n2's gpu-0."""
+    create(kube_client, _device_class())
+    request = {"name": "gpu", "exactly": {"deviceClassName": DEVICE_CLASS}}
+    for side, ns in sides.items():
+        for node in ("n1", "n2"):
+            create(kube_client, _slice(f"{ns}-{node}-gpus", f"{ns}-{node}", ["gpu-0"]))
+        heavy = {"resources": {"requests": {"cpu": "3", "memory": "128Mi"}}}
+        on_n1 = {HOSTNAME: f"{ns}-n1"}
+        create(kube_client, pod(ns, "filler", SCHEDULERS[side], {}, container=heavy, nodeSelector=on_n1))
+        create(kube_client, {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                             "metadata": {"name": "stale", "namespace": ns,
+                                          "finalizers": ["resource.kubernetes.io/delete-protection"]},
+                             "spec": {"devices": {"requests": [request]}}})  # fmt: skip
+        result = {"request": "gpu", "driver": DRIVER, "pool": f"{ns}-n1", "device": "gpu-0"}
+        term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [f"{ns}-n1"]}]}
+        allocation = {"devices": {"results": [result]}, "nodeSelector": {"nodeSelectorTerms": [term]}}
+        kube_client.patch(ResourceClaim.Status, "stale", {"status": {"allocation": allocation}}, namespace=ns,
+                          patch_type=PatchType.MERGE)  # fmt: skip
+    settle(kube_client, sides, ["filler"], lambda o: o["filler"] == "n1")
+    try:
+        for side, ns in sides.items():
+            need = {"resources": {"requests": {"cpu": "2", "memory": "128Mi"}}}
+            claim = {"name": "gpu", "resourceClaimName": "stale"}
+            create(kube_client, pod(ns, "p", SCHEDULERS[side], {}, container=need, resourceClaims=[claim]))
+        outcomes = settle(kube_client, sides, ["p"], lambda o: o["p"] in ("n1", "n2"))
+        assert outcomes == {side: {"p": "n2"} for side in sides}
+        for side, ns in sides.items():
+            got = kube_client.get(ResourceClaim, "stale", namespace=ns)
+            (result,) = got.status.allocation.devices.results
+            assert (result.pool, result.device) == (f"{ns}-n2", "gpu-0"), side
+            assert [r.name for r in got.status.reservedFor] == ["p"], side
+    finally:
+        for ns in sides.values():
+            for node in ("n1", "n2"):
+                with contextlib.suppress(ApiError):
+                    kube_client.delete(ResourceSlice, f"{ns}-{node}-gpus")
+
+
 # --- statically bound volumes: VolumeZone, VolumeRestrictions (ReadWriteOncePod), NodeVolumeLimits ---------
 
 
@@ -404,6 +451,102 @@ def test_csi_attach_limits(
             assert "2 node(s) exceed max volume count" in got["p-3"], (side, got)
         assert outcomes["kube"] == outcomes["gangsched"]
     finally:
+        for node in names:
+            with contextlib.suppress(ApiError):
+                kube_client.delete(CSINode, node)
+
+
+def _priority_class(client: Client, ns: str) -> None:
+    create(client, {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                    "metadata": {"name": f"{ns}-high"}, "value": 1000})  # fmt: skip
+
+
+def _gang_on_n1(client: Client, side: str, ns: str, claim: str) -> None:
+    """A priority-1000 gang of 2 pinned to n1: m0 uses `claim`, m1 none; the PodGroup last, so that its
+    first cycle has both members."""
+    high, group, pinned = f"{ns}-high", {"podGroupName": "pg"}, {HOSTNAME: f"{ns}-n1"}
+    create(client, _using(ns, "m0", side, claim, nodeSelector=pinned, priorityClassName=high,
+                          schedulingGroup=group))  # fmt: skip
+    create(client, pod(ns, "m1", SCHEDULERS[side], {}, nodeSelector=pinned, priorityClassName=high,
+                       schedulingGroup=group))  # fmt: skip
+    spec = {"priorityClassName": high, "schedulingPolicy": {"gang": {"minCount": 2}},
+            "disruptionMode": {"single": {}}}  # fmt: skip
+    create(client, {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+                    "metadata": {"name": "pg", "namespace": ns}, "spec": spec})  # fmt: skip
+
+
+def _gone(client: Client, ns: str, name: str) -> bool:
+    try:
+        client.get(Pod, name, namespace=ns)
+    except ApiError as e:
+        return e.status.code == 404
+    return False
+
+
+def test_gang_preemption_spares_a_read_write_once_pod_holder(
+    kube_client: Client,
+    sides: dict[str, str],
+) -> None:
+    """Workload-aware preemption does not free a ReadWriteOncePod claim: a priority-0 holder of the claim
+    runs on n2, a priority-1000 gang of 2 is pinned to n1 with m0 using the claim. In upstream's dry run the
+    victims are out when VolumeRestrictions' PreFilter runs, the claim has no other user and the plugin
+    Skips, so putting the holder back rejects nothing and it is spared: neither scheduler evicts it, and
+    the gang stays unbound on both sides."""
+    _bound_claims(kube_client, sides, {"once": lambda ns: _static_pv(f"{ns}-once", mode="ReadWriteOncePod")})
+    for side, ns in sides.items():
+        _priority_class(kube_client, ns)
+        create(kube_client, _using(ns, "holder", side, "once", nodeSelector={HOSTNAME: f"{ns}-n2"}))
+    settle(kube_client, sides, ["holder"], lambda o: o["holder"] == "n2")
+    try:
+        for side, ns in sides.items():
+            _gang_on_n1(kube_client, side, ns, "once")
+        outcomes = settle(
+            kube_client, sides, ["m0", "m1"], lambda o: all(v.startswith("Unschedulable") for v in o.values())
+        )
+        time.sleep(15)  # several of the gang's retries (backoff 1 s, doubling): still nobody evicted
+        for side, ns in sides.items():
+            assert outcome(kube_client, ns, ["holder", "m0", "m1"])["holder"] == "n2", (side, outcomes)
+            assert not _node_of(kube_client, ns, "m0") and not _node_of(kube_client, ns, "m1"), side
+    finally:
+        for ns in sides.values():
+            with contextlib.suppress(ApiError):
+                kube_client.delete(PriorityClass, f"{ns}-high")
+
+
+def test_gang_preemption_frees_a_csi_attachment(
+    kube_client: Client,
+    sides: dict[str, str],
+) -> None:
+    """Workload-aware preemption and NodeVolumeLimits: n1's CSINode allows one volume of the driver, held
+    by a priority-0 pod; a priority-1000 gang of 2 pinned to n1, m0 bringing another volume. When the dry
+    run puts the holder back, NodeVolumeLimits (no PreFilter Skip for a pod with a claim) counts two volumes
+    and rejects m0: both schedulers evict the holder, spare the volume-less bystander on n1, and bind the
+    gang to n1."""
+    names = [f"{ns}-n1" for ns in sides.values()]
+    for node in names:
+        driver = {"name": CSI_DRIVER, "nodeID": node, "allocatable": {"count": 1}}
+        create(kube_client, {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": node},
+                             "spec": {"drivers": [driver]}})  # fmt: skip
+    try:
+        _bound_claims(kube_client, sides, {c: lambda ns, c=c: _static_pv(f"{ns}-gv-{c}") for c in ("a", "b")})
+        for side, ns in sides.items():
+            _priority_class(kube_client, ns)
+            pinned = {HOSTNAME: f"{ns}-n1"}
+            create(kube_client, _using(ns, "holder", side, "a", nodeSelector=pinned))
+            small = {"resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}
+            bystander = pod(ns, "bystander", SCHEDULERS[side], {}, container=small, nodeSelector=pinned)
+            create(kube_client, bystander)
+        settle(kube_client, sides, ["holder", "bystander"], lambda o: o["holder"] == o["bystander"] == "n1")
+        for side, ns in sides.items():
+            _gang_on_n1(kube_client, side, ns, "b")
+        outcomes = settle(kube_client, sides, ["m0", "m1", "bystander"], lambda o: o["m0"] == o["m1"] == "n1")
+        assert outcomes == {side: {"m0": "n1", "m1": "n1", "bystander": "n1"} for side in sides}
+        for side, ns in sides.items():
+            assert _gone(kube_client, ns, "holder"), side
+    finally:
+        for ns in sides.values():
+            with contextlib.suppress(ApiError):
+                kube_client.delete(PriorityClass, f"{ns}-high")
         for node in names:
             with contextlib.suppress(ApiError):
                 kube_client.delete(CSINode, node)

@@ -16,7 +16,9 @@ asynchronous binding cycle): the scheduler goes on with the next root while writ
    changes; a pod whose cached status says the same is not written again).
 4. Evictions: DisruptionTarget (PreemptionByScheduler) first, then a DELETE, as kube-scheduler's DeletePod; a
    victim already terminating is not deleted again.
-5. Events: events.k8s.io/v1, through a small separate pool, sent while no binding is in flight (the CPU and
+5. Claim deallocations (DynamicResources' PostFilter): a ResourceClaim's status without allocation and
+   reservations, conditional on the resourceVersion the scheduler judged.
+6. Events: events.k8s.io/v1, through a small separate pool, sent while no binding is in flight (the CPU and
    connections go to bindings first; events are informational).
 A pod's SchedulingGated condition is written a second late, and only if it still waits then.
 
@@ -144,6 +146,8 @@ class Applier:
             self._spawn(
                 self._bind_cycle(list(decision.bindings), deferred, decision.volume_bindings, decision.claims)
             )
+        for key in decision.deallocations:
+            self._spawn(self._deallocate_claim(key))
         for n in decision.nominations:
             self._spawn(self._nominate(n))
         for e in decision.evictions:
@@ -337,6 +341,21 @@ class Applier:
             patch["status"]["allocation"] = allocation
         return await self._write(
             lambda: self.api.patch_status("ResourceClaim", key, patch), f"reserve claim {key[0]}/{key[1]}"
+        )
+
+    async def _deallocate_claim(self, key: tuple[str, str]) -> None:
+        """DynamicResources' PostFilter write: the claim's status without allocation, reservedFor and devices
+        (upstream's UpdateStatus of the claim as its cache had it: a claim changed meanwhile is a conflict
+        and stays as it is, the pod's next cycle judges it again)."""
+        claim = self.cache.store.get("ResourceClaim", key)
+        if claim is None:
+            return
+        patch = {
+            "metadata": {"resourceVersion": claim.metadata.resourceVersion},
+            "status": {"allocation": None, "reservedFor": None, "devices": None},
+        }
+        await self._write(
+            lambda: self.api.patch_status("ResourceClaim", key, patch), f"deallocate claim {key[0]}/{key[1]}"
         )
 
     async def _bind_one(self, b: Binding) -> bool:

@@ -87,6 +87,14 @@ class PodClaimState:
     static: dict[str, Rejections] = field(default_factory=dict)
 
 
+def _is_pod(ref: Any, meta: Any) -> bool:
+    """Whether a reservedFor entry names this pod: by UID as upstream; objects read from files without
+    UIDs are told apart by name."""
+    if meta.uid:
+        return bool(ref.uid == meta.uid)
+    return bool(ref.resource == "pods" and not ref.uid and ref.name == meta.name)
+
+
 class ClaimsStage:
     """Volume and device filters over one Snapshot. Not thread-safe."""
 
@@ -169,14 +177,11 @@ class ClaimsStage:
                     return f"request {req.name}: device class {sub.deviceClassName} does not exist"
         return None
 
-    def reads_placed(self, pi: PodInfo) -> tuple[bool, bool]:
-        """Whether the pod's preemptible claims verdicts read other placed pods: (on its own node - its CSI
-        volumes against the node's attach limits, on every node - its ReadWriteOncePod claims' other users).
-        Both False after a PreFilter error, which no placement survives."""
+    def reads_node_pods(self, pi: PodInfo) -> bool:
+        """Whether NodeVolumeLimits' verdict on the pod reads the pods placed on its node (it has CSI volumes
+        to attach); False after a PreFilter error, which no placement survives."""
         state = self.prefilter(pi)
-        if state.error is not None:
-            return (False, False)
-        return (bool(state.attachable), bool(state.volumes.rwop))
+        return state.error is None and bool(state.attachable)
 
     def static(self, pi: PodInfo) -> BoolArray:
         """Nodes not rejected by the generation-wide rejections (all False after a PreFilter error)."""
@@ -305,6 +310,37 @@ class ClaimsStage:
         if short.any():
             out.append((short, CANNOT_ALLOCATE))
         out += [(mask, message) for message, mask in errors.items()]
+        return out
+
+    # --- PostFilter -----------------------------------------------------------------------------------------
+    def to_deallocate(self, pi: PodInfo, nodes: BoolArray) -> list[tuple[str, str]]:
+        """DynamicResources' PostFilter candidates, in the pod's claim order: claims allocated in the store
+        that were not available on some node where the filters before DynamicResources passed (`nodes`, less
+        the volume plugins' rejections here), reserved for nobody or only for this pod (by UID), so that
+        deallocating one could let a later cycle allocate it where the pod can run
+        (dynamicresources.go Filter's unavailableClaims, deallocateOrDeletePodClaims)."""
+        state = self.prefilter(pi)
+        if state.error is not None or not state.claims.uses:
+            return []
+        reached = nodes.copy()
+        for name, rejections in self.dynamic(pi, nodes):
+            if name != DRA_NAME:
+                for mask, _ in rejections:
+                    reached &= ~mask
+        if not reached.any():
+            return []
+        meta = pi.pod.metadata
+        out = []
+        for use in state.claims.uses:
+            current = self._allocation_of(use.key)
+            if current is None or current[1] is None:  # not allocated, or only tentatively in this cycle
+                continue
+            if not (reached & ~self._available_on(*current)).any():
+                continue
+            claim = self.store.get("ResourceClaim", use.key)
+            reserved = (claim.status.reservedFor if claim is not None and claim.status else None) or []
+            if not reserved or (len(reserved) == 1 and _is_pod(reserved[0], meta)):
+                out.append(use.key)
         return out
 
     # --- Score ----------------------------------------------------------------------------------------------

@@ -96,9 +96,19 @@ class Decision:
     # Written before the pods are bound, as kube-scheduler's PreBind does.
     volume_bindings: list[VolumeBinding] = field(default_factory=list)
     claims: list[ClaimReservation] = field(default_factory=list)
+    # ResourceClaims whose allocation and reservations DynamicResources' PostFilter clears, so that a later
+    # cycle may allocate them where the pod can run.
+    deallocations: list[ObjectKey] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return bool(self.bindings or self.nominations or self.evictions or self.conditions or self.events)
+        return bool(
+            self.bindings
+            or self.nominations
+            or self.evictions
+            or self.conditions
+            or self.events
+            or self.deallocations
+        )
 
     def extend(self, other: Decision) -> None:
         self.bindings.extend(other.bindings)
@@ -108,3 +118,4 @@ class Decision:
         self.events.extend(other.events)
         self.volume_bindings.extend(other.volume_bindings)
         self.claims.extend(other.claims)
+        self.deallocations.extend(other.deallocations)

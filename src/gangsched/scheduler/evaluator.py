@@ -355,18 +355,19 @@ class Evaluator:
         return bool(traits.host_ports or traits.spread or traits.carries_terms or self.snap.carriers)
 
     def reads_placed_pods(self, pi: PodInfo) -> tuple[bool, bool]:
-        """Whether some filter's verdict on `pi` changes with the pods placed elsewhere in the snapshot:
-        (on `pi`'s own node, on any node). Pods-stage plugins read every node (spread and pod affinity count
-        whole domains); of the claims stage, NodeVolumeLimits reads the node's attached volumes and
-        VolumeRestrictions every user of a ReadWriteOncePod claim wherever it runs. Preemption's dry runs
-        ask `fit_reasons` again for such pods when it puts victims back; for the others resources suffice."""
+        """Whether a filter that a gang's preemption asks again when it puts victims back reads other placed
+        pods for `pi`: (on `pi`'s own node, on any node). Pods-stage plugins read every node (spread and pod
+        affinity count whole domains); NodeVolumeLimits reads the node's attached volumes. Not
+        VolumeRestrictions: in upstream's dry run the victims are out when its PreFilter runs, so a
+        ReadWriteOncePod claim has no other user, the plugin Skips, and neither its AddPod nor its Filter runs
+        when a victim holding the claim is put back (podgrouppreemption.go reprieveVictim,
+        volume_restrictions.go PreFilter): the holder is always spared, as kube-scheduler v1.37.2 does."""
         if self.reads_other_pods(pi):
             return (True, True)
         if not self._claims_apply(pi):
             return (False, False)
         assert self.claims is not None
-        node, anywhere = self.claims.reads_placed(pi)
-        return (node or anywhere, anywhere)
+        return (self.claims.reads_node_pods(pi), False)
 
     def _pods_layer(self, pi: PodInfo, c: _Class) -> _PodsLayer | None:
         """The pod's pods-stage verdicts, current with the pod log; None when `reads_other_pods` is false."""
@@ -609,6 +610,20 @@ class Evaluator:
                 for mask, _ in rejections:
                     ok &= ~mask
         return ok
+
+    def claims_to_deallocate(self, pi: PodInfo) -> list[tuple[str, str]]:
+        """After `pi` fit nowhere: its allocated ResourceClaims that DynamicResources' PostFilter may
+        deallocate (ClaimsStage.to_deallocate), judged on the nodes where every filter before
+        DynamicResources passes as the snapshot stands. Empty for a pod without claims, at no cost."""
+        if not self._claims_apply(pi):
+            return []
+        assert self.claims is not None
+        c = self._class(pi)
+        layer = self._pods_layer(pi, c)
+        reached = (c.masked >= 0) & self.claims.static(pi)
+        if layer is not None:
+            reached &= layer.ok
+        return self.claims.to_deallocate(pi, reached)
 
     def _claims_apply(self, pi: PodInfo) -> bool:
         return bool(pi.claims and self.claims is not None and self._claims_on)

@@ -32,6 +32,7 @@ from .snapshot import Snapshot
 __all__ = ["DISRUPTION_TARGET", "PostFilterResult", "preempt_after_failure", "preemption_decision"]
 
 DISRUPTION_TARGET = "DisruptionTarget"
+DEALLOCATED = "deallocation of ResourceClaim completed"  # DynamicResources' PostFilter reason
 PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 
 
@@ -110,14 +111,29 @@ def preempt_after_failure(
         if len(snap) == 0:
             # upstream's ErrNoNodesAvailable returns before PostFilter runs, clearing the nomination
             return PostFilterResult(_clear(pods, snap))
+        # DynamicResources' PostFilter runs first (upstream inserts it before DefaultPreemption); it
+        # deallocates one claim and is always Unschedulable, so preemption runs after it, on the snapshot as
+        # it was (the claim write is not in the scheduler's cache yet). A preemption that succeeds replaces
+        # the joined reasons with its own.
+        dealloc = Decision()
+        dealloc.deallocations = view.ev.claims_to_deallocate(pi)[:1]
         outcome = preempt_pod(view, pi)
         message = outcome if isinstance(outcome, str) else outcome.message(snap.node_names)
         fit_error = result.failures.get(pi.key) or result.message
-        result.failures[pi.key] = f"{fit_error} preemption: {message}"
+        if dealloc.deallocations and isinstance(outcome, str):
+            message = f"{DEALLOCATED}, preemption: {message}"
+        else:
+            message = f"preemption: {message}"
+        result.failures[pi.key] = f"{fit_error} {message}"
         if isinstance(outcome, Ineligible):
-            return PostFilterResult()  # the nomination stays as it is
+            return PostFilterResult(dealloc)  # the nomination stays as it is
         if isinstance(outcome, str):
-            return PostFilterResult(_clear(pods, snap))
+            dealloc.extend(_clear(pods, snap))
+            return PostFilterResult(dealloc)
+        if outcome.ongoing:
+            return PostFilterResult(dealloc, waiting=True)
+        dealloc.extend(preemption_decision(outcome, snap))
+        return PostFilterResult(dealloc, waiting=True, retry=not outcome.victims)
     if outcome.ongoing:
         return PostFilterResult(waiting=True)
     return PostFilterResult(preemption_decision(outcome, snap), waiting=True, retry=not outcome.victims)

@@ -218,11 +218,11 @@ def _placements_fit(
     The static filters do not depend on other pods. For resources, each pod's sequential check (free >=
     request, earlier pods reserved) holds for all of them exactly when no resource any of them requests is
     over-committed on its node once all are reserved. A pod whose filters read other placed pods
-    (`Evaluator.reads_placed_pods`: host ports, spread, pod affinity, CSI attach limits, ReadWriteOncePod
-    claims) is asked again with every other pod in place, itself taken out for the question, when one of
-    `nodes` is its own or, with `domain_wide`, wherever it is if it reads every node (a pod put back
-    elsewhere in a zone, or using its ReadWriteOncePod claim, may still count). As upstream's reprieve runs
-    every filter for every proposed placement, this is one rule for all of them.
+    (`Evaluator.reads_placed_pods`: host ports, spread, pod affinity, CSI attach limits) is asked again with
+    every other pod in place, itself taken out for the question, when one of `nodes` is its own or, with
+    `domain_wide`, wherever it is if it reads every node (a pod put back elsewhere in a zone may still
+    count). Upstream's reprieve runs every filter that did not Skip for every proposed placement; this is
+    one rule for all of them.
     """
     ev = view.ev
     snap = ev.snap

@@ -8,6 +8,7 @@ does after the grace period. A pod already terminating is not evicted twice."""
 
 from __future__ import annotations
 
+import copy
 import datetime as dt
 import heapq
 from collections.abc import Callable, Iterable, Iterator
@@ -198,6 +199,19 @@ class Store:
             claim.status.reservedFor = [*(claim.status.reservedFor or []), consumer]
         self._emit(Change("update", "ResourceClaim", cr.claim, claim, claim))
 
+    def _deallocate_claim(self, key: Key) -> None:
+        """DynamicResources' PostFilter: status.allocation, reservedFor and devices cleared. The change
+        carries the claim as it was, so that the scheduler requeues pods (it is not a reservation of its
+        own, which it already counts)."""
+        claim = self.get("ResourceClaim", key)
+        if claim is None or claim.status is None:
+            return
+        before = copy.deepcopy(claim)
+        claim.status.allocation = None
+        claim.status.reservedFor = None
+        claim.status.devices = None
+        self._emit(Change("update", "ResourceClaim", key, claim, before))
+
     def apply(self, decision: Decision) -> None:
         """Apply a Decision: volumes and claims first (kube-scheduler's PreBind), then bind, nominate,
         evict, set conditions, record events."""
@@ -207,6 +221,8 @@ class Store:
             self.volume_bindings.append(vb)
         for cr in decision.claims:
             self._reserve_claim(cr)
+        for key in decision.deallocations:
+            self._deallocate_claim(key)
         for b in decision.bindings:
             pod = self.get("Pod", b.pod)
             if pod is None:
