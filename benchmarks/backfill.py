@@ -9,8 +9,11 @@ can be measured too. Each replay runs alone in a child process, one after the ot
 own); the baseline in the same command is the `gang` replay, against which each replay's wall time is a
 ratio. Never asserts. Run it niced on a shared machine:
 
-    nice -n 5 python benchmarks/backfill.py PATH/philly_jobs.csv --plot docs/backfill-philly.png
+    nice -n 10 python benchmarks/backfill.py PATH/philly_jobs.csv --plot docs/backfill-philly.png
     python benchmarks/backfill.py PATH --limit 5000          # a quick look
+
+Replays are long: `--only LABEL --json FILE` runs one and keeps everything it measured (waits included);
+`--from-json FILE,FILE,...` prints the table and draws the plot from such files without replaying.
 """
 
 from __future__ import annotations
@@ -33,6 +36,15 @@ RUNS: dict[str, tuple[str, int | None, bool]] = {
 }
 BIG = 16  # GPUs: the large gangs whose wait backfill must bound
 H = 3600.0
+TICKS = {
+    "1 min": 1 / 60,
+    "10 min": 1 / 6,
+    "1 h": 1.0,
+    "6 h": 6.0,
+    "1 day": 24.0,
+    "1 week": 168.0,
+    "4 weeks": 672.0,
+}
 
 
 def child(path: str, nodes: int, limit: int | None, label: str) -> None:
@@ -153,11 +165,14 @@ def plot(path: str, results: list[dict[str, Any]]) -> None:
         ),
     ):
         for r in results:
-            waits = np.sort(np.maximum(np.array(pick(r), dtype=float), 1.0)) / H
+            waits = np.sort(np.maximum(np.array(pick(r), dtype=float), 60.0)) / H
             if waits.size:
                 ax.step(waits, np.arange(1, waits.size + 1) / waits.size, where="post", label=r["label"])
         ax.set_xscale("log")
-        ax.set_xlabel("wait, submission to first progress (h, log; under 1 s shown at 1 s)")
+        ax.set_xlim(1 / 60, max(ax.get_xlim()[1], 24 * 7 * 4))
+        ax.set_xticks(list(TICKS.values()), list(TICKS))
+        ax.minorticks_off()
+        ax.set_xlabel("wait, submission to first progress (log scale; under 1 min shown at 1 min)")
         ax.set_ylabel("fraction of jobs")
         ax.set_title(f"Wait CDF, {title}")
         ax.grid(True, alpha=0.3)
@@ -186,27 +201,31 @@ def main() -> None:
         child(path, int(nodes), int(limit) or None, label)
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("path", help="philly_jobs.csv")
+    parser.add_argument("path", nargs="?", help="philly_jobs.csv (not with --from-json)")
     parser.add_argument("--nodes", type=int, default=64)
     parser.add_argument("--limit", type=int, help="only the first N jobs (in submission order)")
     parser.add_argument("--only", help="comma-separated labels of the replays to run (default: all)")
     parser.add_argument("--plot", help="write the figure to this PNG")
-    parser.add_argument("--json", help="write every replay's figures to this file")
+    parser.add_argument("--json", help="write every replay's figures (waits included) to this file")
+    parser.add_argument("--from-json", help="comma-separated files of --json: no replay, table and plot only")
     args = parser.parse_args()
-    labels = args.only.split(",") if args.only else list(RUNS)
     results = []
-    for label in labels:
-        r = run(args.path, args.nodes, args.limit, label)
-        line = (f"{label}: {r['jobs']:,} jobs, wall {r['wall_s']:.0f} s, cpu {r['cpu_s']:.0f} s, "
-                f"peak RSS {r['rss_mib']:.0f} MiB, {r['cycles']:,} cycles")  # fmt: skip
-        print(line, file=sys.stderr, flush=True)
-        results.append(r)
+    if args.from_json:
+        for name in args.from_json.split(","):
+            with open(name) as f:
+                results += json.load(f)
+    else:
+        for label in args.only.split(",") if args.only else list(RUNS):
+            r = run(args.path, args.nodes, args.limit, label)
+            line = (f"{label}: {r['jobs']:,} jobs, wall {r['wall_s']:.0f} s, cpu {r['cpu_s']:.0f} s, "
+                    f"peak RSS {r['rss_mib']:.0f} MiB, {r['cycles']:,} cycles")  # fmt: skip
+            print(line, file=sys.stderr, flush=True)
+            results.append(r)
+            if args.json:  # after each replay: what finished is kept if a later one is stopped
+                with open(args.json, "w") as f:
+                    json.dump(results, f)
+    results.sort(key=lambda r: list(RUNS).index(r["label"]))
     print(table(results))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(
-                [{k: v for k, v in r.items() if k not in ("waits", "gpus")} for r in results], f, indent=1
-            )
     if args.plot:
         plot(args.plot, results)
         print(f"wrote {args.plot}", file=sys.stderr)
