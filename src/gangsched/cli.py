@@ -22,6 +22,7 @@ from .builder.command import build_manifests, expanded_inputs
 from .report.schedule_output import as_json, as_table, as_yaml, json_text
 from .schedule import schedule_objects, settle
 from .scheduler.backfill import BackfillSettings
+from .scheduler.estimates import SOURCES
 from .scheduler.policy import QUEUE_POLICIES
 from .scheduler.recovery import Recovery
 
@@ -418,6 +419,15 @@ def _sizes(text: str) -> dict[int, float]:
     callback=_parse_with(lambda v: Recovery.parse(v)),
     help="Members lost after admission: wait (upstream), restart, continue, release-after:SECONDS.",
 )
+@click.option(
+    "--estimate",
+    type=Choice(list(SOURCES)),
+    default="oracle",
+    show_default=True,
+    help="Run-time estimates the planner gets: oracle (the true gangsched.io/duration), limit "
+    "(activeDeadlineSeconds, else gangsched.io/expected-duration; else none), history (the mean of the same "
+    "owner's last two run times, else as limit). See docs/backfill.md.",
+)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--until", callback=_duration_option, help="Stop at this virtual time (seconds or 1h30m).")
 @click.option(
@@ -484,6 +494,7 @@ def simulate(
     policy: str,
     compare: str | None,
     recovery: Recovery,
+    estimate: str,
     seed: int,
     until: float | None,
     startup_delay: Delay,
@@ -533,6 +544,7 @@ def simulate(
     options = SimOptions(
         seed=seed, until=until, startup=startup_delay, checkpoint_s=checkpoint, gates=gates,
         recovery=recovery, backfill=_with_policy(backfill, policy), termination_s=termination_seconds,
+        estimate=estimate,
         failures=FailurePlan(fail_events, fail_start_p, exit_rate, node_fail_rate, node_repair),
     )  # fmt: skip
     if sweep:

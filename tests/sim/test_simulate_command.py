@@ -76,9 +76,26 @@ def test_synthetic_trace_on_generated_nodes_is_deterministic() -> None:
      (("--trace", "slurm:x", "--nodes", "2"), "error: --trace: invalid value 'slurm:x'"),
      (("--trace", "synthetic:5"), "error: no nodes: give Node objects with -f, or --nodes N"),
      (("--trace", "synthetic:5", "--nodes", "2", "--recovery", "later"), "invalid recovery policy 'later'"),
-     (("--trace", "synthetic:5", "--nodes", "2", "--fail", "10:boom:x"), "invalid failure '10:boom:x'")],
+     (("--trace", "synthetic:5", "--nodes", "2", "--fail", "10:boom:x"), "invalid failure '10:boom:x'"),
+     (("--trace", "synthetic:5", "--nodes", "2", "--estimate", "guess"), "'guess' is not one of 'oracle'")],
 )  # fmt: skip
 def test_bad_input_is_one_line_and_exit_1(args: tuple[str, ...], message: str) -> None:
     result = _run(*args)
     assert result.exit_code == 1, result.output
     assert message in result.output
+
+
+def test_estimate_reaches_the_planner(story: str) -> None:
+    """The story's jobs carry no limit. Under oracle, train-b's first ETA is train-a's true end (7212 s) on
+    the plan's 60 s grid: 7260. Under limit the planner knows no run time, so train-a is planned as never
+    ending and train-b gets its first ETA only when train-a has ended and it can start: 7212."""
+    etas = {}
+    for estimate in ("oracle", "limit"):
+        result = _run(
+            "-f", story, "--until", "24h", "--policy", "gang-backfill", "--estimate", estimate, "-o", "json"
+        )
+        assert result.exit_code == 0, result.output
+        out = json.loads(result.stdout)
+        assert out["summary"]["estimate"] == estimate
+        etas[estimate] = [j["first_eta_s"] for j in out["jobs"]]
+    assert etas == {"oracle": [None, 7260.0], "limit": [None, 7212.0]}

@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..store.change import Change
-from .estimates import Estimate, History, estimate_of, owner_of
+from .estimates import LIVE, SOURCES, Estimate, History, estimate_of, owner_of
 from .plan import (
     EPOCH,
     INFINITE,
@@ -64,7 +64,8 @@ class BackfillSettings:
     """`depth`: roots that get a reservation (0 none, 1 EASY, None all: conservative). `window` and
     `resolution`: Slurm's bf_window / bf_resolution (s). `interval`: bf_interval, the longest a plan is kept
     (s). `aging_rate`: priority points per hour waited, up to `aging_cap` points. `max_job_test`: how many
-    waiting roots one plan looks at (bf_max_job_test)."""
+    waiting roots one plan looks at (bf_max_job_test). `estimate`: where run-time estimates come from
+    (estimates.SOURCES: oracle, limit, history; None: estimates.LIVE, as `schedule` and `run` do)."""
 
     depth: int | None = 1
     window: float = INFINITE  # unbounded: see PlanSettings
@@ -75,6 +76,7 @@ class BackfillSettings:
     max_job_test: int = 100
     # Fair share (DRF) within a priority level: namespace -> weight (unlisted namespaces weigh 1); None: off.
     fair_share: tuple[tuple[str, float], ...] | None = None
+    estimate: str | None = None
 
     def __post_init__(self) -> None:
         if self.depth is not None and self.depth < 0:
@@ -83,7 +85,13 @@ class BackfillSettings:
             raise ValueError("backfill interval, aging rate and cap must be >= 0, max_job_test >= 1")
         if self.fair_share is not None and any(not w > 0 for _, w in self.fair_share):
             raise ValueError("fair-share weights must be > 0")
+        if self.estimate is not None and self.estimate not in SOURCES:
+            raise ValueError(f"estimate must be one of {', '.join(SOURCES)}")
         PlanSettings(self.window, self.resolution)  # validates them
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return LIVE if self.estimate is None else SOURCES[self.estimate]
 
     @property
     def plan(self) -> PlanSettings:
@@ -130,7 +138,8 @@ class Backfill:
         work that ends before its expected end (room the plan did not count on) calls for a plan, at the
         latest `interval` later; so does any change when the plan's order moves with time or shares (aging,
         fair share). Overruns are caught when a reservation's start has come (`refresh`). With a
-        `history`, a pod that ends after running records its run time under its owner."""
+        `history`, a pod that ends after running records its run time under its owner (a root's estimate
+        is made when the planner first needs it and again when the root starts)."""
         if change is None or change.kind != "Pod":
             self.changed = True
             return
@@ -175,7 +184,7 @@ class Backfill:
         estimate = self._estimates.pop(root, None)
         if estimate is None:
             estimate = (
-                estimate_of([pod], self.scheduler.store, None, self.history)
+                estimate_of([pod], self.scheduler.store, None, self.history, self.settings.sources)
                 if root[0] == "Pod"
                 else root_estimate(self.scheduler, root, self.history)
             )

@@ -12,6 +12,11 @@ The estimate of a root (a lone pod, a PodGroup, a CompositePodGroup tree) comes 
 4. else the simulator's true run time, `gangsched.io/duration` (the oracle estimate of a replay).
 
 No estimate means "runs until it ends": the planner then treats the work as never ending.
+
+A replay may choose what the scheduler is told (`simulate --estimate`, `SOURCES`): `oracle` (default) puts
+the true run time first, `limit` uses only what the user declared (1 and 2), `history` puts the owner's past
+runs first and falls back to what the user declared, as Tsafrir et al. fall back to the user's estimate while
+a user has no history.
 Pure functions over objects; nothing here reads a clock.
 """
 
@@ -26,6 +31,8 @@ from ..api.duration import EXPECTED_DURATION_ANNOTATION, DurationError, duration
 
 __all__ = [
     "EXPECTED_DURATION",
+    "LIVE",
+    "SOURCES",
     "DurationError",
     "Estimate",
     "History",
@@ -35,6 +42,14 @@ __all__ = [
 ]
 
 EXPECTED_DURATION = EXPECTED_DURATION_ANNOTATION
+
+# Where an estimate may come from, in the order tried. LIVE: `schedule`, `explain` and `run`.
+LIVE = ("activeDeadlineSeconds", "annotation", "history", "duration")
+SOURCES: dict[str, tuple[str, ...]] = {
+    "oracle": ("duration", "activeDeadlineSeconds", "annotation", "history"),
+    "limit": ("activeDeadlineSeconds", "annotation"),
+    "history": ("history", "activeDeadlineSeconds", "annotation"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,12 +110,22 @@ def estimate_of(
     objects: Any,
     group: Any = None,
     history: History | None = None,
+    sources: tuple[str, ...] = LIVE,
 ) -> Estimate:
-    """The run-time estimate of the work made of `pods` (members of `group`, a PodGroup, when given).
+    """The run-time estimate of the work made of `pods` (members of `group`, a PodGroup, when given), from
+    the first of `sources` that says (LIVE, or one of SOURCES).
 
     `objects` is anything with `get(kind, (namespace, name))` (the store) to find the pods' Job. The
     longest bound among the members counts: the group runs until its last member ends."""
     pods = list(pods)
+    for source in sources:
+        estimate = _FROM[source](pods, objects, group, history)
+        if estimate is not None:
+            return estimate
+    return UNKNOWN
+
+
+def _jobs_of(pods: list[Any], objects: Any) -> list[Any]:
     jobs: list[Any] = []
     for pod in pods:
         owner = owner_of(pod)
@@ -108,27 +133,49 @@ def estimate_of(
             job = objects.get("Job", owner[1:])
             if job is not None and all(job is not j for j in jobs):
                 jobs.append(job)
+    return jobs
+
+
+def _deadline(pods: list[Any], objects: Any, group: Any, history: History | None) -> Estimate | None:
+    jobs = _jobs_of(pods, objects)
     limits = [p.spec.activeDeadlineSeconds for p in pods] + [j.spec.activeDeadlineSeconds for j in jobs]
     deadlines = [float(s) for s in limits if s is not None]
-    if deadlines:
-        return Estimate(max(deadlines), "activeDeadlineSeconds")
-    for holder in [group, *jobs, *pods]:
+    return Estimate(max(deadlines), "activeDeadlineSeconds") if deadlines else None
+
+
+def _annotated(pods: list[Any], objects: Any, group: Any, history: History | None) -> Estimate | None:
+    for holder in [group, *_jobs_of(pods, objects), *pods]:
         seconds = _annotation(holder)
         if seconds is not None:
             return Estimate(seconds, "annotation")
-    if history is not None:
-        owners = {owner_of(p) for p in pods} - {None}
-        if group is not None and not owners:
-            owners = {("PodGroup", group.metadata.namespace or "", group.metadata.name)}
-        known = [s for o in owners if o is not None and (s := history.estimate(o)) is not None]
-        if known:
-            return Estimate(max(known), "history")
-    for holder in [group, *jobs, *pods]:
-        # The simulator's true run time (gangsched.io/duration): the oracle estimate, used last.
+    return None
+
+
+def _history(pods: list[Any], objects: Any, group: Any, history: History | None) -> Estimate | None:
+    if history is None:
+        return None
+    owners = {owner_of(p) for p in pods} - {None}
+    if group is not None and not owners:
+        owners = {("PodGroup", group.metadata.namespace or "", group.metadata.name)}
+    known = [s for o in owners if o is not None and (s := history.estimate(o)) is not None]
+    return Estimate(max(known), "history") if known else None
+
+
+def _duration(pods: list[Any], objects: Any, group: Any, history: History | None) -> Estimate | None:
+    """The simulator's true run time (gangsched.io/duration): the oracle estimate."""
+    for holder in [group, *_jobs_of(pods, objects), *pods]:
         try:
             seconds = duration_of(holder) if holder is not None else None
         except DurationError:
             seconds = None
         if seconds is not None:
             return Estimate(seconds, "duration")
-    return UNKNOWN
+    return None
+
+
+_FROM = {
+    "activeDeadlineSeconds": _deadline,
+    "annotation": _annotated,
+    "history": _history,
+    "duration": _duration,
+}

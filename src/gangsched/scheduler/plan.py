@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .cycle import Code
-from .estimates import Estimate, History, estimate_of
+from .estimates import LIVE, Estimate, History, estimate_of
 from .plugins import BoolArray
 from .podinfo import PodKey, is_terminal
 from .queue import RootKey
@@ -119,17 +119,19 @@ def started_at(pod: Any) -> float | None:
 
 def root_estimate(scheduler: Scheduler, root: RootKey, history: History | None = None) -> Estimate:
     """The estimate of a root's run time (estimates.py): its own pods, Job and PodGroup annotation; for a
-    composite tree, the longest of its groups', unknown if any is."""
+    composite tree, the longest of its groups', unknown if any is. The sources are the planner's
+    (`BackfillSettings.estimate`), else estimates.LIVE."""
     kind, ns, name = root
     store = scheduler.store
+    sources = scheduler.backfill.settings.sources if scheduler.backfill is not None else LIVE
     if kind == "Pod":
         pod = store.get("Pod", (ns, name))
-        return estimate_of([pod] if pod is not None else [], store, None, history)
+        return estimate_of([pod] if pod is not None else [], store, None, history, sources)
     groups = scheduler.hierarchy.tree_groups(root) if kind == "CompositePodGroup" else [(ns, name)]
     estimates = []
     for group in groups:
         pods = [scheduler.pod(k).pod for k in scheduler.members(group)]
-        estimates.append(estimate_of(pods, store, store.get("PodGroup", group), history))
+        estimates.append(estimate_of(pods, store, store.get("PodGroup", group), history, sources))
     if not estimates or any(not e.known for e in estimates):
         return Estimate(None)
     return max(estimates, key=lambda e: e.seconds or 0.0)

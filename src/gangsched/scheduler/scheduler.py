@@ -32,6 +32,7 @@ from .decision import (
     VolumeBinding,
 )
 from .default_spread import SELECTING_KINDS, PodSelectors
+from .estimates import History
 from .evaluator import Evaluator
 from .hierarchy import Hierarchy, topology_key
 from .hints import RoomNeed, RoomWaiters
@@ -155,7 +156,11 @@ class Scheduler:
         backfill = profile.backfill
         if backfill is None and profile.queue_policy.name == "gang-backfill":
             backfill = BackfillSettings()
-        self.backfill = Backfill(self, backfill) if backfill is not None else None
+        self.backfill = (
+            Backfill(self, backfill, History() if backfill.estimate == "history" else None)
+            if backfill is not None
+            else None
+        )
         self.hierarchy = Hierarchy(
             store,
             self._members,

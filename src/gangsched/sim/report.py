@@ -20,7 +20,9 @@ as `first_eta_s`; its error is |first ETA - admitted_s| (the plan predicts when 
 it has started up). `median_abs_error_s` and `p90_abs_error_s` are over the jobs that got an ETA and were
 admitted; jobs that never got one (they started at their first cycle, or never reached the plan's head) are
 counted in `without_eta`, jobs given one but never admitted in `never_admitted`; neither enters the
-percentiles.
+percentiles. `estimate` names where the planner's run times came from (`simulate --estimate`); `slips` has
+one record per reservation a plan moved later: job, at_s, old_start_s, new_start_s and its causes (work that
+ran past its estimate, or reservations now ahead of it).
 
 Per namespace (`namespaces`): jobs, avg_wait_s, p99_wait_s (waits as above) and average_share; `fairness`:
 Jain's index over the backlogged namespaces and the share series (fairness.py).
@@ -125,6 +127,26 @@ def preemption_records(sim: Simulation) -> list[dict[str, Any]]:
     return list(records.values())
 
 
+def slip_records(sim: Simulation) -> list[dict[str, Any]]:
+    """One record per reservation moved later by a plan: the job, when, from and to which start, why."""
+    backfill = sim.scheduler.backfill
+    if backfill is None:
+        return []
+    records = []
+    for slip in backfill.slips:
+        run = sim.job_of.get(slip.root[1:])
+        records.append(
+            {
+                "job": run.job.name if run is not None else f"{slip.root[1]}/{slip.root[2]}",
+                "at_s": slip.at,
+                "old_start_s": slip.old_start,
+                "new_start_s": slip.new_start,
+                "causes": list(slip.causes),
+            }
+        )
+    return records
+
+
 def job_rows(sim: Simulation) -> list[dict[str, Any]]:
     etas = first_etas(sim)
     rows = []
@@ -207,6 +229,8 @@ def summary(sim: Simulation) -> dict[str, Any]:
         "starvation": starvation,
         "cycles": sim.scheduler.cycles,
         "eta": eta_accuracy(sim, first_etas(sim)),
+        "estimate": sim.options.estimate,
+        "slips": slip_records(sim),
         "namespaces": by_namespace,
         "fairness": fairness,
         "preemption_records": preemption_records(sim),

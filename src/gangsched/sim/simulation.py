@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -59,6 +59,7 @@ class SimOptions:
     failures: FailurePlan = field(default_factory=FailurePlan)
     recovery: Recovery = WAIT
     backfill: BackfillSettings | None = None  # reservations (any policy); gang-backfill alone: depth 1
+    estimate: str = "oracle"  # what the planner is told of run times (estimates.SOURCES)
     termination_s: float = 30.0  # an evicted pod holds its resources this long (the grace period)
 
 
@@ -103,11 +104,14 @@ class Simulation:
         self.rng = np.random.default_rng(options.seed)
         self.store = Store(termination_seconds=options.termination_s)
         self.store.add_all(workload.cluster)
+        backfill = options.backfill
+        if backfill is None and options.policy == "gang-backfill":
+            backfill = BackfillSettings()
         profile = Profile(
             queue_policy=queue_policy(options.policy),
             max_unschedulable_s=None,  # every event is known here: a flush could only repeat a failed cycle
             recovery=options.recovery,
-            backfill=options.backfill,
+            backfill=replace(backfill, estimate=options.estimate) if backfill is not None else None,
         )
         self.scheduler = Scheduler(self.store, options.gates, seed=options.seed, profile=profile)
         self.timeline = Timeline(self.store, self.scheduler)
