@@ -156,25 +156,35 @@ def plot(path: str, results: list[dict[str, Any]]) -> None:
     import numpy as np
 
     fig, axes = plt.subplots(1, 3, figsize=(20, 5.5))
-    for ax, title, pick in (
-        (axes[0], "all jobs", lambda r: r["waits"]),
+    for ax, title, pick, tail in (
+        (axes[0], "all jobs", lambda r: r["waits"], True),
         (
             axes[1],
             f"gangs of {BIG}+ GPUs",
             lambda r: [w for w, g in zip(r["waits"], r["gpus"], strict=True) if g >= BIG],
+            False,
         ),
     ):
         for r in results:
             waits = np.sort(np.maximum(np.array(pick(r), dtype=float), 60.0)) / H
-            if waits.size:
-                ax.step(waits, np.arange(1, waits.size + 1) / waits.size, where="post", label=r["label"])
+            if not waits.size:
+                continue
+            below = np.arange(1, waits.size + 1) / waits.size
+            # Most jobs start at once: for all jobs the tail (the fraction still waiting) on a log axis
+            # is what differs between policies; the large gangs are few enough for a plain CDF.
+            ax.step(waits, 1.0 - below + 1 / waits.size if tail else below, where="post", label=r["label"])
         ax.set_xscale("log")
         ax.set_xlim(1 / 60, max(ax.get_xlim()[1], 24 * 7 * 4))
         ax.set_xticks(list(TICKS.values()), list(TICKS))
         ax.minorticks_off()
         ax.set_xlabel("wait, submission to first progress (log scale; under 1 min shown at 1 min)")
-        ax.set_ylabel("fraction of jobs")
-        ax.set_title(f"Wait CDF, {title}")
+        if tail:
+            ax.set_yscale("log")
+            ax.set_ylabel("fraction of jobs that waited at least this long (log)")
+            ax.set_title("Waits, all jobs (tail)")
+        else:
+            ax.set_ylabel("fraction of jobs that waited at most this long")
+            ax.set_title(f"Wait CDF, {title}")
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize="small")
     ax = axes[2]
