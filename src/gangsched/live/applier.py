@@ -23,7 +23,7 @@ asynchronous binding cycle): the scheduler goes on with the next root while writ
 A pod's SchedulingGated condition is written a second late, and only if it still waits then.
 
 Contract: `apply` is synchronous and returns at once; `drain()` waits for what is in flight; `shutdown(t)`
-waits at most t seconds, then abandons (cancels) what is still in flight.
+waits at most t seconds, then abandons (cancels) what is still in flight, and returns soon after.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ from ..scheduler.volumes import ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN
 from .cache import LiveCache
 from .kube import ApiStatus, KubeApi
 from .metrics import Metrics
+from .shutdown import settle
 
 if TYPE_CHECKING:
     from ..scheduler import Scheduler
@@ -174,18 +175,15 @@ class Applier:
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
-    async def shutdown(self, timeout: float) -> int:
+    async def shutdown(self, timeout: float) -> tuple[int, int]:
         """Let the writes in flight finish for up to `timeout` seconds, then abandon the rest (a retry loop
-        through an unreachable API server may run for half a minute). Returns how many were abandoned."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.drain(), timeout)
-        left = list(self._tasks)
-        for task in left:
-            task.cancel()
-        await asyncio.gather(*left, return_exceptions=True)
-        if left:
-            log.warning("shutdown: %d API write(s) abandoned after %.0f s", len(left), timeout)
-        return len(left)
+        through an unreachable API server may run for half a minute): each is cancelled, its HTTP request
+        with it, and given shutdown.CANCEL_GRACE to unwind, not more. A request is applied by the server
+        whole or not at all; what a cancelled bind cycle leaves (a gang bound below minCount) is recovered by
+        the next scheduler to start (live/runner.py, step 4). Returns (finished, abandoned)."""
+        in_flight = set(self._tasks)  # the loop has stopped: nothing spawns more
+        abandoned = await settle(in_flight, timeout)
+        return len(in_flight) - abandoned, abandoned
 
     def in_flight(self) -> int:
         return len(self._tasks)

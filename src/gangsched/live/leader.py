@@ -82,16 +82,24 @@ class LeaderElector:
                 self.leading = False
                 raise LeadershipLost(f"could not renew lease {self.namespace}/{self.name}")
 
-    async def release(self) -> None:
-        """Give the Lease up on a clean shutdown, so that another replica takes over at once."""
+    async def release(self) -> bool:
+        """Give the Lease up on a clean shutdown, so that another replica takes over at once: holder cleared
+        and a 1 s duration, as client-go's tryRelease (again after a 409 Conflict, with the newer record).
+        True if released (or no longer ours to release); the caller bounds the time (live/shutdown.py)."""
         if not self.leading:
-            return
+            return True
         self.leading = False
-        got = await self.api.get("Lease", self.namespace, self.name)
-        if got.ok and got.body.get("spec", {}).get("holderIdentity") == self.identity:
+        while True:
+            got = await self.api.get("Lease", self.namespace, self.name)
+            if not got.ok or got.body.get("spec", {}).get("holderIdentity") != self.identity:
+                return got.code == 404 or got.ok  # gone, or someone else's already
             body = got.body
             body["spec"] = {**body["spec"], "holderIdentity": None, "leaseDurationSeconds": 1}
-            await self.api.replace("Lease", self.namespace, self.name, body)
+            put = await self.api.replace("Lease", self.namespace, self.name, body)
+            if put.code != 409:
+                if not put.ok:
+                    self._refused("release", put)
+                return put.ok
 
     def _spec(self, transitions: int, acquired: str | None) -> dict[str, Any]:
         now = micro_time()

@@ -12,6 +12,12 @@
    the queue is idle, the recovery policy looks at the gangs that changed (live/recovery.py: members failed,
    deleted, or on a node NotReady or gone; a restart or release deletes the members still bound), then the
    loop waits for a change from the informers, the next backoff to end or the next release to fall due.
+6. SIGTERM/SIGINT: one budget (SHUTDOWN_BUDGET) for the whole shutdown, as kube-scheduler stops and its leader
+   election releases the Lease on cancel (client-go's ReleaseOnCancel): scheduling stops, the informers stop,
+   the writes in flight finish or are abandoned (cancelled; each is one HTTP request the server applies whole
+   or not at all, and a gang left bound below minCount is finished or rolled back by whichever replica
+   schedules next, step 4), then the Lease is released with the time kept for it, then the connections close.
+   Each stage is logged with its duration; a watchdog ends the process if the stages overrun the budget.
 
     asyncio.run(run(RunOptions(kubeconfig="~/.kube/config")))   # None: in-cluster, else $KUBECONFIG
 """
@@ -45,6 +51,7 @@ from .kube import KubeApi
 from .leader import LeaderElector
 from .metrics import Gauge, Metrics, Page, StateCounter, serve_http
 from .recovery import GangRecovery
+from .shutdown import ShutdownBudget, arm_watchdog, settle, within
 
 __all__ = ["INFORMER_KINDS", "LiveScheduler", "RunOptions", "run"]
 
@@ -73,7 +80,14 @@ INFORMER_KINDS = (
     "Pod",
 )
 IDLE_WAIT = 1.0
-SHUTDOWN_WRITES = 5.0  # seconds the writes in flight get after SIGTERM before they are abandoned
+# Seconds from SIGTERM to the end of the shutdown: stopping, the writes in flight, the Lease's release and the
+# connections together (issue 15's bound). The Lease's release gets the last LEASE_RELEASE_TIME of it, the
+# connections' close the last CLOSE_TIME; the writes what is left before them. WATCHDOG_GRACE after the budget
+# the process exits whatever is still running (a step that blocks the event loop itself).
+SHUTDOWN_BUDGET = 5.0
+LEASE_RELEASE_TIME = 1.5
+CLOSE_TIME = 0.5
+WATCHDOG_GRACE = 2.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,13 +184,18 @@ class LiveScheduler:
     def informer_tasks(self) -> list[asyncio.Task[None]]:
         return list(self._tasks)
 
-    async def stop(self, writes_timeout: float = SHUTDOWN_WRITES) -> None:
-        """Stop the informers; writes in flight get `writes_timeout` seconds, then are abandoned."""
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+    async def stop(self, budget: ShutdownBudget, keep: float = 0.0) -> None:
+        """Stop the informers, then let the writes in flight finish until `keep` seconds before the budget's
+        end and abandon the rest. Each stage logged with its duration."""
+        with budget.stage("informers stopped") as notes:
+            for task in self._tasks:
+                task.cancel()
+            if abandoned := await settle(self._tasks, budget.left(keep)):
+                notes.append(f"{abandoned} did not unwind: abandoned")
         if self.applier is not None:
-            await self.applier.shutdown(writes_timeout)
+            with budget.stage("writes in flight") as notes:
+                finished, abandoned = await self.applier.shutdown(budget.left(keep))
+                notes.append(f"{finished} finished, {abandoned} abandoned")
 
     # --- the loop -------------------------------------------------------------------------------------------
     async def loop(self) -> None:
@@ -364,8 +383,10 @@ async def _unless_stopped(step: Coroutine[Any, Any, None], stopping: asyncio.Eve
     return True
 
 
-async def run(options: RunOptions) -> int:
-    """Run until SIGTERM/SIGINT (exit 0) or a lost Lease (exit 1)."""
+async def run(options: RunOptions, *, watchdog: bool = True) -> int:
+    """Run until SIGTERM/SIGINT (exit 0) or a lost Lease (exit 1); the shutdown takes SHUTDOWN_BUDGET at most.
+    `watchdog`: once the shutdown begins, end the process if it has not ended WATCHDOG_GRACE after the budget
+    (off only where run() is not the whole process, as in tests)."""
     # Connections: the writes, events, one watch per informer, and a few for the Lease and recovery. More
     # would not be faster: the HTTP/1.1 pool's bookkeeping grows with connections x queued requests.
     connections = options.api_concurrency + EVENT_WRITES + len(INFORMER_KINDS) + 4
@@ -387,11 +408,13 @@ async def run(options: RunOptions) -> int:
     )
     live = LiveScheduler(api, options, metrics)
 
+    stopping = asyncio.Event()
+
     def ready() -> bool:
         # Ready to do its part: schedule (informers synced), or, as a standby, wait for the Lease. Not
         # "leading": a PodDisruptionBudget counts only ready pods, and would then never let the standby or
-        # the leader be evicted.
-        return live.synced or (elector is not None and not elector.leading)
+        # the leader be evicted. Not ready once stopping (kube-scheduler's readyz shutdown check).
+        return not stopping.is_set() and (live.synced or (elector is not None and not elector.leading))
 
     def leading() -> dict[str, float]:
         return {"": 1.0 if elector is None or elector.leading else 0.0}
@@ -427,11 +450,17 @@ async def run(options: RunOptions) -> int:
         if options.metrics_port
         else None
     )
-    stopping = asyncio.Event()
+    signalled: list[float] = []
+
+    def on_signal() -> None:
+        signalled.append(time.monotonic())
+        stopping.set()
+
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stopping.set)
+        loop.add_signal_handler(sig, on_signal)
     code = 0
+    running: set[asyncio.Task[Any]] = set()  # the loop, the Lease's renewal: stopped by the shutdown first
     try:
         # Waiting for the Lease or the first lists (an API server unreachable) ends on SIGTERM too.
         if elector is not None and not await _unless_stopped(elector.acquire(), stopping):
@@ -439,29 +468,61 @@ async def run(options: RunOptions) -> int:
         if not await _unless_stopped(live.start(), stopping):
             return 0
         log.info("scheduling pods with schedulerName %s", options.scheduler_name)
+        running |= {asyncio.create_task(live.loop()), asyncio.create_task(stopping.wait())}
+        if elector is not None:
+            running.add(asyncio.create_task(elector.keep()))
         # An informer ends only on an error it cannot retry (or a bug in what it feeds): without it the cache
         # would go stale, so the process exits and a restart recovers from the API server.
-        tasks = {
-            asyncio.create_task(live.loop()),
-            asyncio.create_task(stopping.wait()),
-            *live.informer_tasks(),
-        }
-        if elector is not None:
-            tasks.add(asyncio.create_task(elector.keep()))
-        done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        for task in pending - set(live.informer_tasks()):
-            task.cancel()
-        await asyncio.gather(*(pending - set(live.informer_tasks())), return_exceptions=True)
+        done, _ = await asyncio.wait({*running, *live.informer_tasks()}, return_when=asyncio.FIRST_COMPLETED)
         for task in done:
             if not task.cancelled() and task.exception() is not None:
                 log.error("stopping", exc_info=task.exception())
                 code = 1
     finally:
-        await live.stop()
-        if elector is not None and code == 0:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(elector.release(), SHUTDOWN_WRITES)
-        if server is not None:
-            server.close()
-        await api.close()
+        if watchdog:
+            # Left armed: the process normally ends long before it fires.
+            arm_watchdog(SHUTDOWN_BUDGET + WATCHDOG_GRACE, code)
+        if signalled:
+            log.info("shutdown: signal received %.2f s ago", time.monotonic() - signalled[0])
+        await _shut_down(running, live, elector if code == 0 else None, server, api)
     return code
+
+
+async def _shut_down(
+    running: set[asyncio.Task[Any]],
+    live: LiveScheduler,
+    elector: LeaderElector | None,
+    server: asyncio.Server | None,
+    api: KubeApi,
+) -> None:
+    """Everything after the loop within SHUTDOWN_BUDGET (see step 6 of the module's docstring): `running`
+    (the loop, the Lease's renewal) is stopped first. `elector`: the Lease to release (None after an error:
+    a replica that lost it or failed has nothing to give up)."""
+    budget = ShutdownBudget(SHUTDOWN_BUDGET)
+    log.info("shutdown: %.0f s budget", budget.seconds)
+    if server is not None:
+        server.close()  # no page render competes with the shutdown for the loop
+    keep = CLOSE_TIME + (LEASE_RELEASE_TIME if elector is not None and elector.leading else 0.0)
+    with budget.stage("scheduling stopped") as notes:
+        for task in running:
+            task.cancel()
+        if await settle(running, budget.left(keep)):
+            notes.append("did not unwind: abandoned")
+    await live.stop(budget, keep)
+    if elector is not None and elector.leading:
+        with budget.stage("lease") as notes:
+            try:
+                released = await within(elector.release(), budget.left(CLOSE_TIME))
+                notes.append("released" if released else "not released: it expires on its own")
+            except TimeoutError:
+                notes.append("release abandoned: it expires on its own")
+            except Exception as e:  # the API server is unreachable: the Lease expires on its own
+                notes.append(f"release failed ({type(e).__name__}: {e}): it expires on its own")
+    with budget.stage("connections closed") as notes:
+        try:
+            await within(api.close(), budget.left())
+        except TimeoutError:
+            notes.append("abandoned")
+        except Exception as e:  # nothing is left to do with them
+            notes.append(f"{type(e).__name__}: {e}")
+    log.info("shutdown: done in %.2f s", budget.elapsed())
