@@ -163,9 +163,12 @@ def api_server(tmp_path: Path) -> Iterator[tuple[SlowApiServer, Path]]:
     server.server_close()
 
 
-def _run_until_sigterm(server: SlowApiServer, kubeconfig: Path) -> tuple[int, float, float]:
-    """`gangsched run --leader-elect` until the bind is in flight, then SIGTERM. Returns (exit code, when the
-    signal was sent, seconds from the signal to run's end)."""
+def _run_until_sigterm(
+    server: SlowApiServer, kubeconfig: Path, hold_loop: float = 0.0
+) -> tuple[int, float, float]:
+    """`gangsched run --leader-elect` until the bind is in flight, then SIGTERM, and the event loop held
+    `hold_loop` seconds after it (as a long scheduling cycle would). Returns (exit code, when the signal was
+    sent, seconds from the signal to run's end)."""
     options = runner.RunOptions(
         kubeconfig=str(kubeconfig), leader_elect=True, lease_namespace="default", lease_name="gs-shutdown"
     )
@@ -177,6 +180,7 @@ def _run_until_sigterm(server: SlowApiServer, kubeconfig: Path) -> tuple[int, fl
             await asyncio.sleep(0.05)
         signalled = time.monotonic()
         os.kill(os.getpid(), signal.SIGTERM)  # run's own handler (the bind is in flight: it is installed)
+        time.sleep(hold_loop)
         code = await task
         return code, signalled, time.monotonic() - signalled
 
@@ -202,6 +206,7 @@ def test_a_bind_that_never_returns_is_abandoned_and_the_lease_released_within_th
     # The bind (and what waits on it, its event) abandoned; nothing else was in flight.
     assert any(re.search(r"writes in flight in .*\(0 finished, [12] abandoned\)", s) for s in said), said
     assert any(s.startswith("shutdown: lease in ") and "(released)" in s for s in said), said
+    assert said[0].startswith("shutdown: 5 s budget from the signal"), said
     assert said[-1].startswith("shutdown: done in "), said
 
 
@@ -222,14 +227,28 @@ def test_an_api_server_that_stops_answering_still_gets_the_release_tried_within_
     assert any("release abandoned" in s for s in said), said
 
 
+def test_the_budget_counts_from_the_signal_though_a_long_cycle_holds_the_loop(
+    api_server: tuple[SlowApiServer, Path],
+) -> None:
+    """The loop is busy for 4 s when the signal comes: the writes get what is left of the budget after it
+    (none: abandoned at once), not a fresh 5 s counted from when the loop got to it."""
+    server, kubeconfig = api_server
+    code, _, took = _run_until_sigterm(server, kubeconfig, hold_loop=4.0)
+    assert code == 0
+    assert took <= runner.SHUTDOWN_BUDGET + MARGIN, f"shutdown took {took:.1f} s"
+    assert server.lease is not None and server.lease["spec"]["holderIdentity"] is None, "not released"
+
+
 def test_the_watchdog_ends_a_process_whose_shutdown_blocks() -> None:
     """A step that blocks the event loop cannot be abandoned by a deadline: the watchdog ends the process
     with the exit code run would have returned."""
     script = (
         "import logging, time\n"
-        "from gangsched.live.shutdown import arm_watchdog\n"
+        "from gangsched.live.shutdown import Watchdog\n"
         "logging.basicConfig()\n"
-        "arm_watchdog(0.5, 3)\n"
+        "watchdog = Watchdog(0.5)\n"
+        "time.sleep(1.0)\n"  # not armed yet: nothing happens
+        "watchdog.arm(3)\n"
         "time.sleep(60)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)

@@ -18,6 +18,7 @@
    or not at all, and a gang left bound below minCount is finished or rolled back by whichever replica
    schedules next, step 4), then the Lease is released with the time kept for it, then the connections close.
    Each stage is logged with its duration; a watchdog ends the process if the stages overrun the budget.
+   The budget counts from the signal: its handler runs even while a long cycle holds the event loop.
 
     asyncio.run(run(RunOptions(kubeconfig="~/.kube/config")))   # None: in-cluster, else $KUBECONFIG
 """
@@ -51,7 +52,7 @@ from .kube import KubeApi
 from .leader import LeaderElector
 from .metrics import Gauge, Metrics, Page, StateCounter, serve_http
 from .recovery import GangRecovery
-from .shutdown import ShutdownBudget, arm_watchdog, settle, within
+from .shutdown import ShutdownBudget, Watchdog, settle, within
 
 __all__ = ["INFORMER_KINDS", "LiveScheduler", "RunOptions", "run"]
 
@@ -385,8 +386,8 @@ async def _unless_stopped(step: Coroutine[Any, Any, None], stopping: asyncio.Eve
 
 async def run(options: RunOptions, *, watchdog: bool = True) -> int:
     """Run until SIGTERM/SIGINT (exit 0) or a lost Lease (exit 1); the shutdown takes SHUTDOWN_BUDGET at most.
-    `watchdog`: once the shutdown begins, end the process if it has not ended WATCHDOG_GRACE after the budget
-    (off only where run() is not the whole process, as in tests)."""
+    `watchdog`: run() is the whole process, so once the shutdown begins it may end the process if that has not
+    ended WATCHDOG_GRACE after the budget, and a second signal ends it at once (off in tests)."""
     # Connections: the writes, events, one watch per informer, and a few for the Lease and recovery. More
     # would not be faster: the HTTP/1.1 pool's bookkeeping grows with connections x queued requests.
     connections = options.api_concurrency + EVENT_WRITES + len(INFORMER_KINDS) + 4
@@ -450,15 +451,21 @@ async def run(options: RunOptions, *, watchdog: bool = True) -> int:
         if options.metrics_port
         else None
     )
+    loop = asyncio.get_running_loop()
+    ender = Watchdog(SHUTDOWN_BUDGET + WATCHDOG_GRACE) if watchdog else None
     signalled: list[float] = []
 
-    def on_signal() -> None:
+    def on_signal(signum: int, frame: object) -> None:
+        # A plain handler rather than loop.add_signal_handler: it runs between two bytecodes even while a
+        # long cycle holds the loop, so the budget and the watchdog count from the signal itself.
+        if signalled and ender is not None:
+            os._exit(1)  # a second signal ends it at once, as component-base's SetupSignalHandler
         signalled.append(time.monotonic())
-        stopping.set()
+        if ender is not None:
+            ender.arm(0)
+        loop.call_soon_threadsafe(stopping.set)
 
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, on_signal)
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     code = 0
     running: set[asyncio.Task[Any]] = set()  # the loop, the Lease's renewal: stopped by the shutdown first
     try:
@@ -479,12 +486,11 @@ async def run(options: RunOptions, *, watchdog: bool = True) -> int:
                 log.error("stopping", exc_info=task.exception())
                 code = 1
     finally:
-        if watchdog:
-            # Left armed: the process normally ends long before it fires.
-            arm_watchdog(SHUTDOWN_BUDGET + WATCHDOG_GRACE, code)
-        if signalled:
-            log.info("shutdown: signal received %.2f s ago", time.monotonic() - signalled[0])
-        await _shut_down(running, live, elector if code == 0 else None, server, api)
+        if ender is not None:
+            ender.arm(code)  # already armed by a signal; else a lost Lease or a failed informer
+        await _shut_down(running, live, elector if code == 0 else None, server, api, signalled[:1])
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return code
 
 
@@ -494,12 +500,17 @@ async def _shut_down(
     elector: LeaderElector | None,
     server: asyncio.Server | None,
     api: KubeApi,
+    signalled: list[float],
 ) -> None:
-    """Everything after the loop within SHUTDOWN_BUDGET (see step 6 of the module's docstring): `running`
-    (the loop, the Lease's renewal) is stopped first. `elector`: the Lease to release (None after an error:
-    a replica that lost it or failed has nothing to give up)."""
-    budget = ShutdownBudget(SHUTDOWN_BUDGET)
-    log.info("shutdown: %.0f s budget", budget.seconds)
+    """Everything after the loop within SHUTDOWN_BUDGET from the signal (`signalled`, when there was one;
+    see step 6 of the module's docstring): `running` (the loop, the Lease's renewal) is stopped first.
+    `elector`: the Lease to release (None after an error: a replica that lost it or failed has nothing to
+    give up)."""
+    budget = ShutdownBudget(SHUTDOWN_BUDGET, *signalled)
+    if signalled:
+        log.info("shutdown: %.0f s budget from the signal, %.2f s ago", budget.seconds, budget.elapsed())
+    else:
+        log.info("shutdown: %.0f s budget", budget.seconds)
     if server is not None:
         server.close()  # no page render competes with the shutdown for the loop
     keep = CLOSE_TIME + (LEASE_RELEASE_TIME if elector is not None and elector.leading else 0.0)

@@ -25,7 +25,7 @@ import time
 from collections.abc import Awaitable, Iterable, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["CANCEL_GRACE", "ShutdownBudget", "arm_watchdog", "settle", "within"]
+__all__ = ["CANCEL_GRACE", "ShutdownBudget", "Watchdog", "settle", "within"]
 
 log = logging.getLogger("gangsched.live")
 T = TypeVar("T")
@@ -33,13 +33,13 @@ CANCEL_GRACE = 0.1  # seconds an abandoned step gets to unwind once cancelled
 
 
 class ShutdownBudget:
-    """A deadline `seconds` from now. `left(keep)` is the time a stage may take so that `keep` seconds remain
-    for the stages after it; `stage(name)` logs the stage's duration, with what was appended to the list it
-    yields, when the stage ends."""
+    """A deadline `seconds` from `started` (now by default). `left(keep)` is the time a stage may take so
+    that `keep` seconds remain for the stages after it; `stage(name)` logs the stage's duration, with what
+    was appended to the list it yields, when the stage ends."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, seconds: float, started: float | None = None) -> None:
         self.seconds = seconds
-        self.started = time.monotonic()
+        self.started = time.monotonic() if started is None else started  # time.monotonic()'s clock
         self.deadline = self.started + seconds
 
     def left(self, keep: float = 0.0) -> float:
@@ -82,18 +82,29 @@ async def within(step: Awaitable[T], seconds: float) -> T:
     return task.result()
 
 
-def arm_watchdog(seconds: float, code: int) -> threading.Timer:
-    """End the process with `code` `seconds` from now unless it has ended by then: the last resort for a step
-    that blocks the event loop itself, which the deadlines above cannot interrupt. A daemon thread: it never
-    keeps the process alive. `cancel()` disarms it."""
+class Watchdog:
+    """Ends the process `seconds` after `arm(code)` unless it has ended by then: the last resort for a step
+    that blocks the event loop itself (a long scheduling cycle, a render), which the deadlines above cannot
+    interrupt. Its thread starts waiting at once, so that `arm` only sets an Event: safe from a signal
+    handler, which may interrupt the main thread anywhere. A daemon thread: it never keeps the process
+    alive."""
 
-    def expire() -> None:
-        log.error("shutdown: not finished %.1f s after it began; exiting now", seconds)
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.code = 0
+        self._armed = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="shutdown-watchdog", daemon=True)
+        self._thread.start()
+
+    def arm(self, code: int = 0) -> None:
+        if not self._armed.is_set():
+            self.code = code
+            self._armed.set()
+
+    def _watch(self) -> None:
+        self._armed.wait()
+        time.sleep(self.seconds)
+        log.error("shutdown: not finished %.1f s after it began; exiting now", self.seconds)
         logging.shutdown()  # flush the logs: os._exit skips it
         sys.stderr.flush()
-        os._exit(code)
-
-    timer = threading.Timer(seconds, expire)
-    timer.daemon = True
-    timer.start()
-    return timer
+        os._exit(self.code)
