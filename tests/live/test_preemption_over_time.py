@@ -151,6 +151,7 @@ def test_sigterm_while_a_preemption_waits_exits_promptly_and_releases_the_lease(
         took = time.monotonic() - started
         assert code == 0, f"exit code {code}:\n{proc.log_tail()}"
         assert took <= SHUTDOWN_BOUND + 2, f"exit took {took:.1f} s"
+        print(f"exited {took:.2f} s after SIGTERM")
         lease = kube_client.get(Lease, name, namespace="default")
         assert lease.spec is not None and not lease.spec.holderIdentity, lease.spec
     finally:
