@@ -169,3 +169,31 @@ def test_victims_leaving_one_by_one_the_gang_binds_right_after_the_last() -> Non
             assert not bound and not any(d.evictions for d in decisions)
         else:
             assert sorted(bound) == ["g1", "g2", "g3"], "not bound at once after its last victim left"
+
+
+def test_a_preemptor_waits_while_a_victim_elsewhere_still_terminates() -> None:
+    """Group g (disruptionMode all) has a member on each node; lone's zone anti-affinity needs both gone,
+    so one preemption evicts both. The victim on lone's nominated node leaves first: the other still
+    terminates (and still repels lone), so lone waits. Upstream, looking only at the nominated node, would
+    preempt again there and move the nomination to the other node (issue 15: one nomination per decision)."""
+    path = "tests/scenarios/preemption/lone-anti-affinity-all-group-across-nodes.yaml"
+    with open(path) as f:
+        spec = yaml.safe_load(f)
+    clock = Clock()
+    store = Store(clock, termination_seconds=15.0)
+    store.add_all(objects(yaml.safe_dump(spec["objects"])))
+    scheduler = Scheduler(store, FeatureGates(), seed=0)
+    first = step(store, scheduler, clock)
+    assert first is not None and sorted(e.pod[1] for e in first.evictions) == ["g1", "g2"]
+    nominated = pod(store, "lone").status.nominatedNodeName
+    on_nominated, elsewhere = ("g1", "g2") if nominated == "node-1" else ("g2", "g1")
+    clock.now = 5.0
+    store.delete("Pod", ("default", on_nominated))  # its kubelet confirmed first
+    again = step(store, scheduler, clock)
+    assert again is not None and not again.evictions and not again.nominations and not again.bindings
+    assert pod(store, "lone").status.nominatedNodeName == nominated
+    assert pod(store, elsewhere).metadata.deletionTimestamp is not None
+    clock.now = 15.0
+    store.finish_terminations(clock.now)
+    bound = step(store, scheduler, clock)
+    assert bound is not None and [(b.pod[1], b.node) for b in bound.bindings] == [("lone", nominated)]

@@ -126,7 +126,7 @@ def preempt_pod(view: PreemptionView, pi: PodInfo) -> Preemption | str:
     # preemption means the pod waits for it - unless the pod can no longer use that node at all
     # (UnschedulableAndUnresolvable there).
     nodes = {node for node in nominated_nodes(view, [pi]) if cls.static_ok[node]}
-    if terminating_on(view, nodes, pi.priority):
+    if view.own_victims_terminating or terminating_on(view, nodes, pi.priority):
         return Ineligible(TERMINATING_ON_NOMINATED)
     claims_ok = ev.claims_feasible(pi)
     potential = np.flatnonzero(cls.static_ok if claims_ok is None else cls.static_ok & claims_ok)

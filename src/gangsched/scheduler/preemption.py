@@ -66,6 +66,10 @@ class PreemptionView:
     # (placed pods, priority) -> the placed pods that may be in a unit below that priority, in their order
     # (Scheduler.victim_keys): spares a walk over every running pod when none is of lower priority.
     victim_keys: Callable[[Mapping[PodKey, Any], int], Iterable[PodKey]] | None = None
+    # Does a victim of this preemptor's own earlier preemption still terminate, wherever it is? Upstream
+    # looks only at the nominated nodes; a victim elsewhere (a unit evicted whole across nodes) would make
+    # it preempt again, and move its nomination, as soon as the victims on those nodes are gone.
+    own_victims_terminating: bool = False
 
     def budgets(self) -> list[Budget]:
         pdbs = list(self.objects.list("PodDisruptionBudget"))
@@ -301,7 +305,7 @@ def preempt_pod_group(
         victims=[],
         priority=priority,
     )
-    if terminating_on(view, nominated_nodes(view, pods), priority):
+    if view.own_victims_terminating or terminating_on(view, nominated_nodes(view, pods), priority):
         preemption.ongoing = True
         return preemption
     units = lower_priority_units(view, priority)

@@ -651,6 +651,15 @@ class Scheduler:
             self._report_gated(decision)
         return decision if (decision or root is not None) else None
 
+    def _victims_terminating(self, root: RootKey) -> bool:
+        """Does a pod that `root` preempted still terminate (evicted, not gone)? Then it waits: a second
+        preemption would evict more, or move its nominations while the first one's victims leave."""
+        for victim, preemptor in self._victim_of.items():
+            pi = self._pods.get(victim) if preemptor == root else None
+            if pi is not None and pi.pod.metadata.deletionTimestamp is not None:
+                return True
+        return False
+
     def _evictions_in_flight(self, root: RootKey, now: float) -> bool:
         """Has `root` evicted victims that do not show as terminating yet (and not for too long)?"""
         pending = self._evicting.get(root)
@@ -816,7 +825,11 @@ class Scheduler:
         rerun: Callable[[], GroupResult] | None = None,
         bound: int = 0,
     ) -> Decision:
-        post = self._post_filter(pg, pods, result, rerun) if result.code == Code.UNSCHEDULABLE else None
+        post = (
+            self._post_filter(root.key, pg, pods, result, rerun)
+            if result.code == Code.UNSCHEDULABLE
+            else None
+        )
         if (
             post is not None
             and post.decision.evictions
@@ -926,7 +939,12 @@ class Scheduler:
         return None
 
     def _post_filter(
-        self, pg: Any, pods: list[PodInfo], result: GroupResult, rerun: Callable[[], GroupResult] | None
+        self,
+        root: RootKey,
+        pg: Any,
+        pods: list[PodInfo],
+        result: GroupResult,
+        rerun: Callable[[], GroupResult] | None,
     ) -> PostFilterResult:
         """Preemption after an Unschedulable cycle (postfilter.py), so never in a cycle that binds."""
         view = PreemptionView(
@@ -936,6 +954,7 @@ class Scheduler:
             self.rng,
             self.gates.pod_group_preemption_policy,
             victim_keys=self.victim_keys,
+            own_victims_terminating=self._victims_terminating(root),
         )
         return preempt_after_failure(view, pg, pods, result, rerun)
 
