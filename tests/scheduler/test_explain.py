@@ -62,9 +62,9 @@ def test_explain_says_what_fails_how_far_short_and_when() -> None:
     assert s is not None
     assert (s.key, s.domain, s.fits, s.needs, s.feasible_domains, s.domains) == ("rack", "r1", 1, 2, 0, 2)
     assert s.short == (("nvidia.com/gpu", 8000, 4000),)
-    # Each pod alone fits n2; the rack constraint is what fails, and upstream does not preempt for it.
+    # Each pod alone fits n2; the rack constraint is what fails; nothing of lower priority runs to preempt.
     assert e.failing == {}
-    assert e.preemption == "not supported with topology constraints"
+    assert e.preemption == "No preemption victims found for incoming preemptor"
     text = render(e)
     assert "needs 8 nvidia.com/gpu, best rack r1 has 4 free" in text
     assert "0/2 rack domains fit it now" in text

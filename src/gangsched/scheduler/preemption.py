@@ -23,7 +23,6 @@ import numpy as np
 
 from .cycle import Code, GroupResult
 from .evaluator import Evaluator
-from .hierarchy import topology_key
 from .pdb import Budget, budgets, split_by_violation
 from .podinfo import PodInfo, PodKey
 from .snapshot import PodVector
@@ -43,7 +42,6 @@ __all__ = [
 
 PREEMPT_NEVER = "Never"
 NO_VICTIMS_FOR_GROUP = "No preemption victims found for incoming preemptor"
-NOT_WITH_TOPOLOGY = "not supported with topology constraints"
 ONGOING = "ongoing preemption on nominated nodes"
 TERMINATING_ON_NOMINATED = "not eligible due to a terminating pod on the nominated node."
 
@@ -289,8 +287,6 @@ def preempt_pod_group(
     `rerun` runs the group's cycle again on the evaluator's snapshot (upstream's podGroupSchedulingFunc);
     on success its reservations stay until its `revert` is called.
     """
-    if topology_key(pg, view.objects) is not None:  # its own constraint or its Workload template's
-        return NOT_WITH_TOPOLOGY
     priority = int(pg.spec.priority or 0)
     policy = (pg.spec.preemptionPolicy if view.group_preemption_policy else None) or pods[0].preemption_policy
     reason = ineligibility(policy)
