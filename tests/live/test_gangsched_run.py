@@ -414,6 +414,7 @@ def test_metrics_health_and_events(
         kube_client.create(_pod(namespace, f"too-big-{i}", "too-big", name, cpu="3"))
     kube_client.create(_group(namespace, "short", 3))  # 1 pod of 3: held at PreEnqueue
     kube_client.create(_pod(namespace, "short-0", "short", name))
+    kube_client.create(_pod(namespace, "orphan-0", "not-created", name))  # its PodGroup never comes
     text = wait_for(
         "both attempts counted",
         lambda: (
@@ -422,6 +423,7 @@ def test_metrics_health_and_events(
             and _metric(t, 'gangsched_schedule_attempts_total{result="scheduled"}') == 1
             and _metric(t, 'gangsched_bindings_total{result="success"}') == 2
             and _metric(t, 'gangsched_pending_pods{queue="gated"}') == 1
+            and _metric(t, 'gangsched_pending_pods{queue="incomplete"}') == 1
             and t
         ),
     )

@@ -138,7 +138,7 @@ def _queue_section(view: DashboardView) -> str:
         if pod is None:
             continue
         group = _group_of(pod)
-        if where == "gated":
+        if where in ("gated", "incomplete"):  # held before the queue either way
             gated_rows.append([_e(f"{key[0]}/{key[1]}"), _e(group[1] if group else "-"),
                                _e(scheduler.gate_of(key) or "")])  # fmt: skip
             continue

@@ -317,7 +317,8 @@ class LiveScheduler:
             return {"": float(gangs)}
 
         def pending_pods() -> dict[str, float]:
-            by_queue = dict.fromkeys(("active", "backoff", "unschedulable", "gated", "in-flight"), 0.0)
+            queues = ("active", "backoff", "unschedulable", "gated", "incomplete", "in-flight")
+            by_queue = dict.fromkeys(queues, 0.0)
             for where in scheduler.waiting_pods().values():
                 by_queue[where] = by_queue.get(where, 0.0) + 1
             return by_queue

@@ -569,15 +569,17 @@ class Scheduler:
         return self._gated.get(key)
 
     def waiting_pods(self) -> dict[PodKey, str]:
-        """Each pending pod of ours and where it waits: "gated" (held at PreEnqueue), else its root's place
-        in the queue ("active", "backoff", "unschedulable", "in-flight"). For metrics and the dashboard;
-        reads only, O(pods)."""
+        """Each pending pod of ours and where it waits: "incomplete" (its PodGroup not seen yet: upstream's
+        incompletePodGroupPods), "gated" (held at PreEnqueue otherwise), else its root's place in the queue
+        ("active", "backoff", "unschedulable", "in-flight"). For metrics and the dashboard; reads only,
+        O(pods)."""
         out: dict[PodKey, str] = {}
         for key, pi in self._pods.items():
             if not self._pending(pi) or not self._ours(pi):
                 continue
             if key in self._gated:
-                out[key] = "gated"
+                missing = pi.group is not None and self.store.get("PodGroup", pi.group) is None
+                out[key] = "incomplete" if missing else "gated"
                 continue
             root = self.queue.get(self._root_of(pi))
             if root is not None:
