@@ -5,12 +5,13 @@ excluded), in value order. Each feasible placement is scored by PodGroupPodsCoun
 normalised to 0..100 by the best) plus NodeResourcesFit MostAllocated over the placement's summed
 requested/allocatable (0..100), weights 1; the highest total wins, ties broken by the seeded generator.
 
-When every pending pod of the group is of one equivalence class and no pods-stage plugin reads other
-pods for it (no ports, spread or pod affinity), the outcome of the pod-by-pod cycle inside
-a placement is known without running it: greedy placement fits min(pending, sum over the placement's nodes
-of how many such pods each node still takes). Capacities and MostAllocated sums for every placement come
-from a few `bincount`s over all nodes, whatever the number of placements. Otherwise each placement runs the
-cycle and is reverted. Only the chosen placement runs the real cycle, which picks the nodes.
+When every pending pod of the group is of one equivalence class, no pods-stage plugin reads other pods
+for it (no ports, spread or pod affinity) and it uses no PersistentVolumeClaim or ResourceClaim, the outcome
+of the pod-by-pod cycle inside a placement is known without running it: greedy placement fits min(pending,
+sum over the placement's nodes of how many such pods each node still takes). Capacities and MostAllocated
+sums for every placement come from a few `bincount`s over all nodes, whatever the number of placements.
+Otherwise each placement runs the cycle and is reverted. Only the chosen placement runs the real cycle,
+which picks the nodes.
 """
 
 from __future__ import annotations
@@ -200,10 +201,15 @@ def place_with_topology(
     if not options:
         return GroupResult(Code.UNSCHEDULABLE, NO_PLACEMENTS, cycle_message=NO_PLACEMENTS)
     first: GroupResult | None = None
-    # The per-domain capacity sums know nothing of nominated pods, nor of what the pods-stage plugins read
-    # (ports, spread, pod affinity, also among the members): then every placement runs the real cycle.
+    # The per-domain capacity sums know nothing of nominated pods, of what the pods-stage plugins read
+    # (ports, spread, pod affinity, also among the members), nor of volumes and devices (the claims stage:
+    # a placement without the members' devices or PVs is infeasible): then every placement runs the cycle.
     one_class = len({pi.signature for pi in attempt.pods}) == 1
-    if one_class and not snap.nominated and not any(ev.reads_other_pods(pi) for pi in attempt.pods):
+    if (
+        one_class
+        and not snap.nominated
+        and not any(pi.claims or ev.reads_other_pods(pi) for pi in attempt.pods)
+    ):
         index, pods, most = _fast(ev, attempt, key, options)
     else:
         index, pods, most, first = _full(ev, attempt, options)
