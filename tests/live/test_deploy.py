@@ -428,7 +428,7 @@ BREAKS: dict[str, tuple[str, Callable[[Probe], None]]] = {
         ("the PersistentVolume informer cannot list: never ready", broken_informer("PersistentVolume")),
     "ClusterRole: storage.k8s.io storageclasses,csinodes list,watch":
         ("the StorageClass informer cannot list: never ready", broken_informer("StorageClass")),
-    "ClusterRole: resource.k8s.io deviceclasses,resourceslices,resourceclaims list,watch":
+    "ClusterRole: resource.k8s.io deviceclasses,resourceslices,devicetaintrules,resourceclaims list,watch":
         ("the DeviceClass informer cannot list: never ready", broken_informer("DeviceClass")),
     "ClusterRole: core services,replicationcontrollers list,watch":
         ("the Service informer cannot list: never ready", broken_informer("Service")),

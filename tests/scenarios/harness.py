@@ -24,7 +24,8 @@ expect:
   per_domain: {zone: {a: 3, b: 3}}    # bound pods per value of a node label (values not listed: none)
   distinct_nodes: [m0, m1]            # these pods are bound, each on a node of its own
   volume_bindings: {ns/pvc: [pv-or-null, node]}   # every volume binding decided (and only these)
-  claims: {name-prefix: {devices: [driver/pool/device], reservedFor: [pods/name], nodeSelector: ...}}
+  claims: {name-prefix: {devices: [driver/pool/device], reservedFor: [pods/name], nodeSelector: ...,
+                        tolerations: [[...each result's tolerations...]]}}
 steps:                                # applied in order after the first run, each with its own expect
   - {delete: [Pod/blocker], add: [...objects...], expect: {...}}
     # re-adding an existing object replaces its spec and keeps its status (an update, as kubectl apply)
@@ -43,6 +44,7 @@ import yaml
 
 from gangsched.api.defaults import apply_defaults
 from gangsched.api.gates import FeatureGates
+from gangsched.api.kinds import KINDS
 from gangsched.api.loader import load_documents
 from gangsched.api.validation import validate
 from gangsched.scheduler import Profile, Scheduler, run_until_stable
@@ -187,6 +189,10 @@ def _check_claim(store: Store, prefix: str, want: dict[str, Any], where: str) ->
     if "reservedFor" in want:
         got = [f"{r.resource}/{r.name}" for r in (status.reservedFor if status is not None else None) or []]
         assert got == want["reservedFor"], f"{where}: claim {prefix}* reservedFor {got}"
+    if "tolerations" in want:  # per allocation result, in result order: that request's tolerations
+        results = (allocation.devices.results or []) if allocation is not None and allocation.devices else []
+        got_tol = [[t.to_dict() for t in r.tolerations or []] for r in results]
+        assert got_tol == want["tolerations"], f"{where}: claim {prefix}* tolerations {got_tol}"
     if "nodeSelector" in want:
         selector = allocation.nodeSelector if allocation is not None else None
         got_sel = selector.to_dict() if selector is not None else None
@@ -298,7 +304,9 @@ def run_scenario(path: Path, termination_seconds: float = 0.0) -> Store:
         for ref in step.get("delete") or []:
             kind, _, name = ref.partition("/")
             ns, _, name = name.rpartition("/")
-            assert store.delete(kind, (ns or "default", name)) is not None, f"step {i}: no {ref}"
+            namespaced = KINDS[kind].namespaced
+            key = (ns or "default", name) if namespaced else ("", name)
+            assert store.delete(kind, key) is not None, f"step {i}: no {ref}"
         for obj in load_objects(step.get("add") or [], f"{path}:step{i}", gates):
             old = store.get(obj.kind, (obj.metadata.namespace or "", obj.metadata.name))
             if old is not None and getattr(obj, "status", None) is None:

@@ -9,7 +9,13 @@ import pytest
 
 from gangsched.api.defaults import claim_spec_defaults
 from gangsched.api.loader import load_documents
-from gangsched.scheduler.devices import AllocationError, DeviceCatalog, allocate
+from gangsched.scheduler.devices import (
+    AllocationError,
+    DeviceCatalog,
+    allocate,
+    allocate_simple,
+    simple_request,
+)
 from gangsched.scheduler.snapshot import Snapshot
 from gangsched.store import Store
 
@@ -205,3 +211,197 @@ def test_missing_class_and_cel_runtime_error_are_errors() -> None:
     )
     with pytest.raises(AllocationError, match="CEL runtime error"):
         allocate(cat, [bad], 0, set())
+
+
+# Device taints (DRADeviceTaints, on in v1.37): cases of upstream's allocator_testing.go "tainted-*".
+NO_SCHEDULE = {"key": "taint-key", "value": "taint-value", "effect": "NoSchedule"}
+NO_EXECUTE = {"key": "taint-key", "value": "taint-value-2", "effect": "NoExecute"}
+TOLERATE_NO_SCHEDULE = {"key": "taint-key", "operator": "Exists", "effect": "NoSchedule"}
+TOLERATE_NO_EXECUTE = {
+    "key": "taint-key",
+    "operator": "Equal",
+    "value": "taint-value-2",
+    "effect": "NoExecute",
+}
+
+
+def _tainted(name: str, *taints: dict[str, str]) -> dict[str, Any]:
+    return {"name": name, "taints": list(taints)}
+
+
+def _one(tolerations: list[dict[str, str]] | None = None, **extra: Any) -> Any:
+    exactly = {"deviceClassName": "class-a", **extra}
+    if tolerations is not None:
+        exactly["tolerations"] = tolerations
+    return _claim("c", [{"name": "r", "exactly": exactly}])
+
+
+def _results(result: Any) -> list[list[dict[str, Any]]]:
+    """The allocation results as the claim's status would carry them."""
+    return [a.to_status()["devices"]["results"] for a in result]
+
+
+def test_untolerated_taints_keep_devices_from_being_allocated() -> None:
+    two = _catalog(
+        _node("n1"),
+        _slice("s1", "p1", [_tainted("d1", NO_SCHEDULE), _tainted("d2", NO_EXECUTE)], nodeName="n1"),
+    )
+    assert allocate(two, [_one()], 0, set()) is None  # tainted-two-devices
+    both = _catalog(_node("n1"), _slice("s1", "p1", [_tainted("d1", NO_SCHEDULE, NO_EXECUTE)], nodeName="n1"))
+    assert allocate(both, [_one()], 0, set()) is None  # tainted-one-device-two-taints
+    # a toleration of one taint of two is not enough
+    assert allocate(both, [_one([TOLERATE_NO_EXECUTE])], 0, set()) is None
+
+
+def test_a_tolerated_taint_allows_the_device_and_the_result_carries_the_tolerations() -> None:
+    two = _catalog(
+        _node("n1"),
+        _slice("s1", "p1", [_tainted("d1", NO_SCHEDULE), _tainted("d2", NO_EXECUTE)], nodeName="n1"),
+    )
+    # tainted-two-devices-tolerated: only d2's taint is tolerated
+    assert _results(allocate(two, [_one([TOLERATE_NO_EXECUTE])], 0, set()) or []) == [
+        [
+            {
+                "request": "r",
+                "driver": DRIVER,
+                "pool": "p1",
+                "device": "d2",
+                "tolerations": [TOLERATE_NO_EXECUTE],
+            }
+        ]
+    ]
+    both = _catalog(_node("n1"), _slice("s1", "p1", [_tainted("d1", NO_SCHEDULE, NO_EXECUTE)], nodeName="n1"))
+    # tainted-one-device-two-taints-both-tolerated
+    result = allocate(both, [_one([TOLERATE_NO_SCHEDULE, TOLERATE_NO_EXECUTE])], 0, set())
+    assert _results(result or []) == [
+        [
+            {
+                "request": "r",
+                "driver": DRIVER,
+                "pool": "p1",
+                "device": "d1",
+                "tolerations": [TOLERATE_NO_SCHEDULE, TOLERATE_NO_EXECUTE],
+            }
+        ]
+    ]
+
+
+def test_a_taint_without_a_blocking_effect_is_ignored() -> None:
+    none = {"key": "taint-key", "value": "taint-value", "effect": "None"}
+    cat = _catalog(_node("n1"), _slice("s1", "p1", [_tainted("d1", none)], nodeName="n1"))
+    assert _results(allocate(cat, [_one()], 0, set()) or []) == [  # tainted-no-effect: no tolerations field
+        [{"request": "r", "driver": DRIVER, "pool": "p1", "device": "d1"}]
+    ]
+
+
+def test_first_available_takes_the_subrequest_that_tolerates() -> None:
+    two = _catalog(
+        _node("n1"),
+        _slice("s1", "p1", [_tainted("d1", NO_SCHEDULE), _tainted("d2", NO_EXECUTE)], nodeName="n1"),
+    )
+    claim = _claim(
+        "c",
+        [
+            {
+                "name": "r",
+                "firstAvailable": [
+                    {"name": "plain", "deviceClassName": "class-a"},
+                    {"name": "tolerant", "deviceClassName": "class-a", "tolerations": [TOLERATE_NO_EXECUTE]},
+                ],
+            }
+        ],
+    )
+    # tainted-two-devices-prioritized-list-tolerated: the subrequest's own tolerations in the result
+    assert _results(allocate(two, [claim], 0, set()) or []) == [
+        [
+            {
+                "request": "r/tolerant",
+                "driver": DRIVER,
+                "pool": "p1",
+                "device": "d2",
+                "tolerations": [TOLERATE_NO_EXECUTE],
+            }
+        ]
+    ]
+
+
+def test_all_mode_fails_on_one_untolerated_taint() -> None:
+    one = _catalog(_node("n1"), _slice("s1", "p1", [_tainted("d1", NO_SCHEDULE)], nodeName="n1"))
+    assert allocate(one, [_one(allocationMode="All")], 0, set()) is None  # tainted-all-devices-single
+    mixed = _catalog(
+        _node("n1"), _slice("s1", "p1", [_dev("d0"), _tainted("d1", NO_SCHEDULE)], nodeName="n1")
+    )
+    assert allocate(mixed, [_one(allocationMode="All")], 0, set()) is None  # not just the untainted ones
+    tolerant = allocate(mixed, [_one([TOLERATE_NO_SCHEDULE], allocationMode="All")], 0, set())
+    assert _devices(tolerant or []) == [[("r", "d0"), ("r", "d1")]]
+
+
+def test_toleration_matching_rules() -> None:
+    """resourceclaim.ToleratesTaint: empty key with Exists matches every key; an effect must be the taint's;
+    Equal (the default operator) needs the same value."""
+    cat = _catalog(_node("n1"), _slice("s1", "p1", [_tainted("d1", NO_SCHEDULE)], nodeName="n1"))
+    assert allocate(cat, [_one([{"operator": "Exists"}])], 0, set()) is not None
+    assert allocate(cat, [_one([{"operator": "Exists", "effect": "NoExecute"}])], 0, set()) is None
+    assert allocate(cat, [_one([{"key": "taint-key", "value": "taint-value"}])], 0, set()) is not None
+    assert allocate(cat, [_one([{"key": "taint-key", "value": "other"}])], 0, set()) is None
+    assert allocate(cat, [_one([{"key": "other-key", "operator": "Exists"}])], 0, set()) is None
+
+
+def _rule(name: str, taint: dict[str, str], **selector: str) -> dict[str, Any]:
+    spec: dict[str, Any] = {"taint": taint}
+    if selector:
+        spec["deviceSelector"] = selector
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceTaintRule",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def test_device_taint_rules_taint_the_devices_they_select() -> None:
+    """The tracker's applyPatches: a rule's unset driver, pool or device matches any; no selector, nothing."""
+    devices = [_dev("d1"), _dev("d2")]
+    nodes = (_node("n1"), _slice("s1", "p1", devices, nodeName="n1"))
+    one = _catalog(*nodes, _rule("r1", NO_SCHEDULE, driver=DRIVER, pool="p1", device="d1"))
+    assert _devices(allocate(one, [_one()], 0, set()) or []) == [[("r", "d2")]]
+    assert allocate(one, [_one(count=2)], 0, set()) is None
+    pool = _catalog(*nodes, _rule("r1", NO_EXECUTE, pool="p1"))
+    assert allocate(pool, [_one()], 0, set()) is None
+    assert _devices(allocate(pool, [_one([TOLERATE_NO_EXECUTE])], 0, set()) or []) == [[("r", "d1")]]
+    other_pool = _catalog(*nodes, _rule("r1", NO_SCHEDULE, driver=DRIVER, pool="p9"))
+    assert _devices(allocate(other_pool, [_one()], 0, set()) or []) == [[("r", "d1")]]
+    other_driver = _catalog(*nodes, _rule("r1", NO_SCHEDULE, driver="driver-b"))
+    assert _devices(allocate(other_driver, [_one()], 0, set()) or []) == [[("r", "d1")]]
+    no_selector = _catalog(*nodes, _rule("r1", NO_SCHEDULE))
+    assert _devices(allocate(no_selector, [_one()], 0, set()) or []) == [[("r", "d1")]]
+
+
+def test_counting_path_skips_untolerated_devices() -> None:
+    """The per-node counts of free devices (a one-request claim on node-local pools) count only devices the
+    request may take, and allocate_simple takes the same devices the search would."""
+    cat = _catalog(
+        _node("n1"),
+        _node("n2"),
+        _slice("s1", "p1", [_tainted("d1", NO_SCHEDULE), _dev("d2")], nodeName="n1"),
+        _slice("s2", "p2", [_tainted("d1", NO_SCHEDULE)], nodeName="n2"),
+    )
+    plain = simple_request(cat, [_one()])
+    assert plain is not None and list(cat.use.free_per_node(plain[0])) == [1, 0]
+    tolerant = simple_request(cat, [_one([TOLERATE_NO_SCHEDULE])])
+    assert tolerant is not None and list(cat.use.free_per_node(tolerant[0])) == [2, 1]
+    assert _results(allocate_simple(cat, _one(), 0) or []) == [
+        [{"request": "r", "driver": DRIVER, "pool": "p1", "device": "d2"}]
+    ]
+    assert allocate_simple(cat, _one(), 1) is None
+    assert _results(allocate_simple(cat, _one([TOLERATE_NO_SCHEDULE]), 1) or []) == [
+        [
+            {
+                "request": "r",
+                "driver": DRIVER,
+                "pool": "p2",
+                "device": "d1",
+                "tolerations": [TOLERATE_NO_SCHEDULE],
+            }
+        ]
+    ]

@@ -10,7 +10,8 @@
   volumeMode Filesystem; PersistentVolumeClaim: volumeMode Filesystem, and a claim without
   storageClassName gets the default class (annotation `storageclass.kubernetes.io/is-default-class`), as the
   DefaultStorageClass admission plugin does;
-- ResourceClaim and ResourceClaimTemplate requests: allocationMode ExactCount with count 1;
+- ResourceClaim and ResourceClaimTemplate requests: allocationMode ExactCount with count 1, a toleration's
+  operator Equal;
 - ReplicationController: an empty selector becomes the template's labels (SetDefaults_ReplicationController).
 
 Mutates the objects in place and returns field errors for references that cannot be resolved (a
@@ -184,10 +185,13 @@ def _exact_defaults(req: Any) -> None:
         req.allocationMode = "ExactCount"
     if req.allocationMode == "ExactCount" and not req.count:
         req.count = 1
+    for toleration in req.tolerations or []:
+        toleration.operator = toleration.operator or "Equal"
 
 
 def claim_spec_defaults(spec: Any) -> None:
-    """SetDefaults_ExactDeviceRequest and SetDefaults_DeviceSubRequest on every request of a claim spec."""
+    """SetDefaults_ExactDeviceRequest and SetDefaults_DeviceSubRequest on every request of a claim spec, and
+    a toleration's operator Equal (zz_generated.defaults.go SetObjectDefaults_ResourceClaim)."""
     devices = spec.devices if spec is not None else None
     for req in (devices.requests if devices is not None else None) or []:
         if req.exactly is not None:

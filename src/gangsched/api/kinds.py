@@ -42,6 +42,7 @@ _ALL = [
     KindInfo("PersistentVolumeClaim", "v1", core_v1.PersistentVolumeClaim, True),
     KindInfo("DeviceClass", "resource.k8s.io/v1", resource_v1.DeviceClass, False),
     KindInfo("ResourceSlice", "resource.k8s.io/v1", resource_v1.ResourceSlice, False),
+    KindInfo("DeviceTaintRule", "resource.k8s.io/v1", resource_v1.DeviceTaintRule, False),
     KindInfo("ResourceClaimTemplate", "resource.k8s.io/v1", resource_v1.ResourceClaimTemplate, True),
     KindInfo("ResourceClaim", "resource.k8s.io/v1", resource_v1.ResourceClaim, True),
     KindInfo("PodDisruptionBudget", "policy/v1", policy_v1.PodDisruptionBudget, True),

@@ -111,6 +111,7 @@ RESOURCES: dict[str, Resource] = {
         ),
         Resource("DeviceClass", RESOURCE_V1, "deviceclasses", resource_v1.DeviceClass, False),
         Resource("ResourceSlice", RESOURCE_V1, "resourceslices", resource_v1.ResourceSlice, False),
+        Resource("DeviceTaintRule", RESOURCE_V1, "devicetaintrules", resource_v1.DeviceTaintRule, False),
         Resource("ResourceClaim", RESOURCE_V1, "resourceclaims", resource_v1.ResourceClaim, True),
         # Read for their pod selectors only (api/pod_selectors.py decodes nothing else).
         Resource("Service", "/api/v1", "services", pod_selectors.Service, True),

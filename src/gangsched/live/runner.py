@@ -68,6 +68,7 @@ INFORMER_KINDS = (
     "PersistentVolumeClaim",
     "DeviceClass",
     "ResourceSlice",
+    "DeviceTaintRule",
     "ResourceClaim",
     # what PodTopologySpread's system default constraints take their selector from
     "Service",

@@ -14,8 +14,9 @@ new stage when any of them changes):
 - `reserve(pi, node)`: choose the PVs and allocate the devices on the chosen node and keep them taken until
   the returned undo runs (a failed gang cycle reverts them with its placements);
 - `decided(pod)`: the VolumeBindings and ClaimReservations for the Decision once the pod binds;
-- `on_change(change)`: keep in step with the store: storage objects rebuild the volume catalog, slices and
-  classes the device catalog, a claim's allocation moves its devices from pending to allocated.
+- `on_change(change)`: keep in step with the store: storage objects rebuild the volume catalog, slices,
+  classes and DeviceTaintRules the device catalog, a claim's allocation moves its devices from pending to
+  allocated.
 
 Upstream: pkg/scheduler/framework/plugins/{volumebinding,volumezone,volumerestrictions,nodevolumelimits,
 dynamicresources}; see docs/volumes-and-devices.md.
@@ -59,6 +60,7 @@ CLAIM_KINDS = (
     "CSINode",
     "DeviceClass",
     "ResourceSlice",
+    "DeviceTaintRule",
     "ResourceClaim",
     "ResourceClaimTemplate",
 )
@@ -132,7 +134,7 @@ class ClaimsStage:
                 self.pv_nodes = binding.PVNodes(self.snap)
                 if obj is not None and obj.spec.claimRef is not None:
                     self.reservations.taken.pop(key[1], None)  # bound now: no longer only assumed
-        elif kind in ("DeviceClass", "ResourceSlice"):
+        elif kind in ("DeviceClass", "ResourceSlice", "DeviceTaintRule"):
             self.devices = DeviceCatalog(self.store, self.snap)
             self.claim_state = ClaimState(self.devices.use)  # nothing is pending between cycles
         elif kind == "ResourceClaim":

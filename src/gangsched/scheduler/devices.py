@@ -7,8 +7,14 @@ already allocated to claims. `allocate` is the structured allocator (k8s.io/dyna
 structured/internal/stable/allocator_stable.go): claims in order, requests in order, for each request the
 first `firstAvailable` alternative that works, devices tried pool by pool in slice order with backtracking,
 so that `count` devices are found that match the class's and the request's CEL selectors, are not in use,
-and satisfy the claim's `matchAttribute` constraints. `allocationMode: All` takes every matching device on
-the node (at least one, none in use, no incomplete pool).
+whose NoSchedule and NoExecute taints the request tolerates, and that satisfy the claim's `matchAttribute`
+constraints. `allocationMode: All` takes every matching device on the node (at least one, none in use, none
+with a taint the request does not tolerate, no incomplete pool).
+
+Device taints (DRADeviceTaints, GA and on in v1.37) are a device's own `taints` plus those of every
+DeviceTaintRule whose selector names its driver, pool and device (unset fields match any; a rule without a
+selector matches nothing), as the scheduler's ResourceSlice tracker adds them
+(k8s.io/dynamic-resource-allocation/resourceslice/tracker applyPatches; DRADeviceTaintRules, GA and on).
 
 Pools are visited sorted by (driver, pool) where upstream iterates a Go map: any valid allocation is
 upstream's, the chosen one is deterministic here.
@@ -27,9 +33,15 @@ from .plugins import BoolArray
 from .plugins.node_affinity import term_matches
 from .snapshot import Snapshot
 
-__all__ = ["Allocation", "AllocationError", "DeviceCatalog", "DeviceID", "allocate"]
+__all__ = ["Allocation", "AllocationError", "DeviceCatalog", "DeviceID", "Want", "allocate"]
 
 DeviceID = tuple[str, str, str]  # driver, pool, device
+# A device toleration as (key, operator, value, effect); what a request wants of a device: its class's and
+# its own CEL selectors, and its tolerations.
+Toleration = tuple[str, str, str, str]
+Want = tuple[tuple[str, ...], tuple[Toleration, ...]]
+# Only these taint effects keep a device from being allocated; None and unknown effects are ignored.
+BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 MAX_STEPS = 200_000  # upstream stops a search after a timeout; this bounds it by work instead
 
 
@@ -60,21 +72,23 @@ _Candidate = tuple[_Pool, _Slice, Any]  # a device with its pool and slice
 
 @dataclass(slots=True)
 class Allocation:
-    """One claim's allocation: (request, driver, pool, device) results and the nodes it binds to."""
+    """One claim's allocation: (request, driver, pool, device) results, the nodes it binds to, and per
+    result request name the tolerations of that request or subrequest (API form), which upstream copies
+    into each result (allocator_stable.go Allocate: `Tolerations: lookupRequest(claim).tolerations()`)."""
 
     results: list[tuple[str, DeviceID]] = field(default_factory=list)
     node_selector: dict[str, Any] | None = None
+    tolerations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     def to_status(self) -> dict[str, Any]:
         """As ResourceClaim.status.allocation (AllocationResult) in API form."""
-        out: dict[str, Any] = {
-            "devices": {
-                "results": [
-                    {"request": req, "driver": d, "pool": p, "device": dev}
-                    for req, (d, p, dev) in self.results
-                ]
-            }
-        }
+        results = []
+        for req, (d, p, dev) in self.results:
+            result: dict[str, Any] = {"request": req, "driver": d, "pool": p, "device": dev}
+            if self.tolerations.get(req):
+                result["tolerations"] = self.tolerations[req]
+            results.append(result)
+        out: dict[str, Any] = {"devices": {"results": results}}
         if self.node_selector is not None:
             out["nodeSelector"] = self.node_selector
         return out
@@ -104,6 +118,10 @@ class DeviceCatalog:
             pool.incomplete = len(pool.slices) < count
             pool.slices.sort(key=lambda sl: sl.obj.metadata.name)
         self.pools = [pools[k] for k in sorted(pools)]
+        self.taint_rules = [
+            r.spec for r in store.list("DeviceTaintRule") if r.spec is not None and r.spec.taint is not None
+        ]
+        self._taints: dict[DeviceID, tuple[Any, ...]] = {}
         self.use = DeviceUse(self)
         self.held: dict[tuple[str, str], tuple[DeviceID, ...]] = {}  # claim -> devices counted for it
         for claim in store.list("ResourceClaim"):
@@ -121,14 +139,14 @@ class DeviceCatalog:
             self.held[key] = devices
             self.use.add(devices)
 
-    def node_local_matches(self, expressions: tuple[str, ...]) -> dict[DeviceID, int] | None:
-        """Devices matching `expressions` with the one node each is on, when every matching device is in a
-        complete node-local pool; None otherwise (the allocator must look node by node)."""
+    def node_local_matches(self, want: Want) -> dict[DeviceID, int] | None:
+        """Devices a request with `want` can take (`usable`) with the one node each is on, when every such
+        device is in a complete node-local pool; None otherwise (the allocator must look node by node)."""
         out: dict[DeviceID, int] = {}
         for pool in self.pools:
             for sl in pool.slices:
                 for device in sl.obj.spec.devices or []:
-                    if not self.selectors_match(expressions, sl, device):
+                    if not self.usable(want, sl, device):
                         continue
                     if pool.incomplete or sl.local is None:
                         return None
@@ -168,6 +186,36 @@ class DeviceCatalog:
             self._on_node.setdefault(-1, [])
         return self._on_node.get(node, [])
 
+    def taints(self, sl: _Slice, device: Any) -> tuple[Any, ...]:
+        """The device's taints: its own, then those of the DeviceTaintRules selecting it."""
+        dev_id = (sl.driver, sl.pool, device.name)
+        found = self._taints.get(dev_id)
+        if found is None:
+            own = tuple(device.taints or ())
+            ruled = tuple(
+                rule.taint
+                for rule in self.taint_rules
+                if (selector := rule.deviceSelector) is not None
+                and selector.driver in (None, sl.driver)
+                and selector.pool in (None, sl.pool)
+                and selector.device in (None, device.name)
+            )
+            found = self._taints[dev_id] = own + ruled
+        return found
+
+    def tainted_against(self, tolerations: tuple[Toleration, ...], sl: _Slice, device: Any) -> bool:
+        """Whether a NoSchedule or NoExecute taint of the device is tolerated by none of `tolerations`
+        (allocator_stable.go taintPreventsAllocation)."""
+        return any(
+            taint.effect in BLOCKING_EFFECTS and not any(tolerates(t, taint) for t in tolerations)
+            for taint in self.taints(sl, device)
+        )
+
+    def usable(self, want: Want, sl: _Slice, device: Any) -> bool:
+        """The device matches the selectors and carries no taint the tolerations leave out (selectors first:
+        a CEL error surfaces even on a tainted device, as upstream checks selectors before taints)."""
+        return self.selectors_match(want[0], sl, device) and not self.tainted_against(want[1], sl, device)
+
     def selectors_match(self, expressions: tuple[str, ...], sl: _Slice, device: Any) -> bool:
         """Every CEL selector matches the device (cached: devices and selectors do not change)."""
         dev_id = (sl.driver, sl.pool, device.name)
@@ -198,22 +246,23 @@ class DeviceCatalog:
 
 class DeviceUse:
     """Devices in use: held by claims allocated in the store, or taken by allocations pending in the current
-    cycles; a device is in use while anyone holds it. For the selectors asked about, it keeps the number of
-    free matching devices per node in step, so that a one-request claim is checked on every node at once."""
+    cycles; a device is in use while anyone holds it. For the requests asked about (`Want`: selectors and
+    tolerations), it keeps the number of free usable devices per node in step, so that a one-request claim
+    is checked on every node at once."""
 
     def __init__(self, catalog: DeviceCatalog) -> None:
         self.catalog = catalog
         self.count: dict[DeviceID, int] = {}
-        self._free: dict[tuple[str, ...], Any] = {}  # selectors -> free matching devices per node
-        self._followers: dict[DeviceID, list[tuple[tuple[str, ...], int]]] = {}  # device -> (selectors, node)
-        self._matching: dict[tuple[str, ...], dict[int, list[DeviceID]]] = {}  # selectors -> node -> devices
+        self._free: dict[Want, Any] = {}  # want -> free usable devices per node
+        self._followers: dict[DeviceID, list[tuple[Want, int]]] = {}  # device -> (want, node)
+        self._matching: dict[Want, dict[int, list[DeviceID]]] = {}  # want -> node -> devices
 
     def __contains__(self, device: object) -> bool:
         return device in self.count
 
     def _shift(self, device: DeviceID, sign: int) -> None:
-        for expressions, node in self._followers.get(device, ()):
-            self._free[expressions][node] += sign
+        for want, node in self._followers.get(device, ()):
+            self._free[want][node] += sign
 
     def add(self, devices: Iterable[DeviceID]) -> None:
         for d in devices:
@@ -232,31 +281,44 @@ class DeviceUse:
             else:
                 self.count[d] = n - 1
 
-    def free_per_node(self, expressions: tuple[str, ...]) -> Any | None:
-        """Free devices matching `expressions`, per node (numpy int64), or None when some matching device
-        is not node-local (see DeviceCatalog.node_local_matches)."""
-        free = self._free.get(expressions)
-        if free is None and expressions not in self._free:
-            matches = self.catalog.node_local_matches(expressions)
+    def free_per_node(self, want: Want) -> Any | None:
+        """Free devices usable for `want`, per node (numpy int64), or None when some usable device is not
+        node-local (see DeviceCatalog.node_local_matches)."""
+        free = self._free.get(want)
+        if free is None and want not in self._free:
+            matches = self.catalog.node_local_matches(want)
             if matches is None:
-                self._free[expressions] = None
+                self._free[want] = None
                 return None
             free = np.zeros(len(self.catalog.snap), dtype=np.int64)
             per_node: dict[int, list[DeviceID]] = {}
-            self._matching[expressions] = per_node
+            self._matching[want] = per_node
             for device, node in matches.items():
                 per_node.setdefault(node, []).append(device)
-                self._followers.setdefault(device, []).append((expressions, node))
+                self._followers.setdefault(device, []).append((want, node))
                 if device not in self.count:
                     free[node] += 1
-            self._free[expressions] = free
+            self._free[want] = free
         return free
 
-    def first_free(self, expressions: tuple[str, ...], node: int, count: int) -> list[DeviceID] | None:
-        """The first `count` free devices matching `expressions` on `node`, in the allocator's order (after
+    def first_free(self, want: Want, node: int, count: int) -> list[DeviceID] | None:
+        """The first `count` free devices usable for `want` on `node`, in the allocator's order (after
         free_per_node said they are there)."""
-        out = [d for d in self._matching.get(expressions, {}).get(node, []) if d not in self.count][:count]
+        out = [d for d in self._matching.get(want, {}).get(node, []) if d not in self.count][:count]
         return out if len(out) == count else None
+
+
+def tolerates(toleration: Toleration, taint: Any) -> bool:
+    """resourceclaim.ToleratesTaint: an empty effect or key matches any; `Exists` any value, `Equal` (the
+    default) the same value; an unknown operator nothing."""
+    key, operator, value, effect = toleration
+    if effect and effect != taint.effect:
+        return False
+    if key and key != taint.key:
+        return False
+    if operator in ("", "Equal"):
+        return value == (taint.value or "")
+    return operator == "Exists"
 
 
 def allocated_devices(claim: Any) -> Iterable[DeviceID]:
@@ -272,9 +334,10 @@ class _Alternative:
 
     name: str  # "req" or "req/sub", as the allocation result names it
     request: str  # the request's own name, which constraints refer to
-    selectors: tuple[str, ...]  # class selectors then the request's
+    want: Want  # class selectors then the request's; the request's tolerations
     all_devices: bool
     count: int
+    tolerations: list[dict[str, Any]]  # as written (API form), copied into the allocation's results
 
 
 def _device_claim(claim: Any) -> Any:
@@ -304,8 +367,20 @@ def _alternatives(catalog: DeviceCatalog, claim: Any) -> list[list[_Alternative]
                 raise AllocationError(f"request {name}: device class {r.deviceClassName} does not exist")
             exprs = [s.cel.expression for s in (cls.spec.selectors or []) if s.cel is not None]
             exprs += [s.cel.expression for s in (r.selectors or []) if s.cel is not None]
+            tolerations = list(r.tolerations or [])
+            want = (
+                tuple(exprs),
+                tuple((t.key or "", t.operator or "", t.value or "", t.effect or "") for t in tolerations),
+            )
             alts.append(
-                _Alternative(name, req.name, tuple(exprs), r.allocationMode == "All", int(r.count or 0))
+                _Alternative(
+                    name,
+                    req.name,
+                    want,
+                    r.allocationMode == "All",
+                    int(r.count or 0),
+                    [t.to_dict() for t in tolerations],
+                )
             )
         out.append(alts)
     return out
@@ -366,11 +441,13 @@ class _Search:
         return True
 
     def _candidates(self, alt: _Alternative) -> list[_Candidate]:
-        return [
-            (pool, sl, d)
-            for pool, sl, d in self.devices
-            if not pool.incomplete and self.catalog.selectors_match(alt.selectors, sl, d)
-        ]
+        """Devices on the node the request can take (in use or not): for `All`, every device its selectors
+        match, since one it may not take (a taint it does not tolerate) fails the request; for a count,
+        only those without such a taint, since the search passes over one."""
+        catalog, live = self.catalog, [(pool, sl, d) for pool, sl, d in self.devices if not pool.incomplete]
+        if alt.all_devices:
+            return [(pool, sl, d) for pool, sl, d in live if catalog.selectors_match(alt.want[0], sl, d)]
+        return [(pool, sl, d) for pool, sl, d in live if catalog.usable(alt.want, sl, d)]
 
     def solve(self, ci: int = 0, ri: int = 0) -> bool:
         if ci == len(self.claims):
@@ -396,6 +473,8 @@ class _Search:
     def _take_all(self, ci: int, ri: int, alt: _Alternative, chosen: list[_Candidate]) -> bool:
         ids = [(sl.driver, sl.pool, d.name) for _, sl, d in chosen]
         if any(i in self.in_use or i in self.taken for i in ids):
+            return False
+        if any(self.catalog.tainted_against(alt.want[1], sl, d) for _, sl, d in chosen):
             return False
         mark = len(self.picked[ci])
         for (_, sl, d), i in zip(chosen, ids, strict=True):
@@ -442,6 +521,7 @@ class _Search:
 
     def allocations(self) -> list[Allocation]:
         out = []
+        tolerations = {alt.name: alt.tolerations for alts in self.alts for ri in alts for alt in ri}
         for picked in self.picked:
             alloc = Allocation()
             selector_fields: list[dict[str, Any]] = []
@@ -449,6 +529,8 @@ class _Search:
             local = None
             for name, _, sl, d in picked:
                 alloc.results.append((name, (sl.driver, sl.pool, d.name)))
+                if tolerations.get(name):
+                    alloc.tolerations[name] = tolerations[name]
                 if sl.local is not None:
                     local = local or sl.local
                 elif sl.obj.spec.nodeSelector is not None:
@@ -473,9 +555,9 @@ class _Search:
         return out
 
 
-def simple_request(catalog: DeviceCatalog, claims: list[Any]) -> tuple[tuple[str, ...], int] | None:
-    """(selectors, count) when the claims are one claim with one `exactly` ExactCount request and no
-    constraints: then it fits on a node exactly when that many matching devices are free there."""
+def simple_request(catalog: DeviceCatalog, claims: list[Any]) -> tuple[Want, int] | None:
+    """(want, count) when the claims are one claim with one `exactly` ExactCount request and no
+    constraints: then it fits on a node exactly when that many usable devices are free there."""
     if len(claims) != 1:
         return None
     devices = _device_claim(claims[0])
@@ -484,7 +566,7 @@ def simple_request(catalog: DeviceCatalog, claims: list[Any]) -> tuple[tuple[str
     (alts,) = _alternatives(catalog, claims[0])
     if len(alts) != 1 or alts[0].all_devices:
         return None
-    return alts[0].selectors, alts[0].count
+    return alts[0].want, alts[0].count
 
 
 def allocate_simple(catalog: DeviceCatalog, claim: Any, node: int) -> list[Allocation] | None:
@@ -496,10 +578,15 @@ def allocate_simple(catalog: DeviceCatalog, claim: Any, node: int) -> list[Alloc
     devices = catalog.use.first_free(simple[0], node, simple[1])
     if devices is None:
         return None
-    request = claim.spec.devices.requests[0].name
+    request = claim.spec.devices.requests[0]
     match = {"key": "metadata.name", "operator": "In", "values": [catalog.snap.node_names[node]]}
     selector = {"nodeSelectorTerms": [{"matchFields": [match]}]}
-    return [Allocation([(request, d) for d in devices], selector)]
+    tolerations = [t.to_dict() for t in request.exactly.tolerations or []]
+    return [
+        Allocation(
+            [(request.name, d) for d in devices], selector, {request.name: tolerations} if tolerations else {}
+        )
+    ]
 
 
 def allocate(

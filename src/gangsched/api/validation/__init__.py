@@ -30,7 +30,7 @@ from .groups import composite_pod_group_spec, pod_group_spec
 from .meta import object_meta
 from .pod_selectors import label_selector_owner, map_selector_owner
 from .references import reference_errors
-from .resource import device_class, resource_claim_spec, resource_slice
+from .resource import device_class, device_taint_rule, resource_claim_spec, resource_slice
 from .storage import csi_node, persistent_volume, persistent_volume_claim, storage_class
 from .workload import workload_spec
 
@@ -75,6 +75,7 @@ _STORAGE_AND_DEVICES: dict[str, Callable[[Any], list[FieldError]]] = {
     "CSINode": csi_node,
     "DeviceClass": device_class,
     "ResourceSlice": resource_slice,
+    "DeviceTaintRule": device_taint_rule,
     "ResourceClaim": lambda obj: resource_claim_spec(obj.spec),
     "ResourceClaimTemplate": lambda obj: resource_claim_spec(obj.spec and obj.spec.spec, "spec.spec"),
     "Service": lambda obj: map_selector_owner("Service", obj),

@@ -1,5 +1,6 @@
-"""DeviceClass, ResourceSlice, ResourceClaim and ResourceClaimTemplate (resource.k8s.io/v1): the fields the
-DynamicResources plugin reads, with upstream's rules and messages (pkg/apis/resource/validation).
+"""DeviceClass, ResourceSlice, DeviceTaintRule, ResourceClaim and ResourceClaimTemplate (resource.k8s.io/v1):
+the fields the DynamicResources plugin reads, with upstream's rules and messages
+(pkg/apis/resource/validation).
 
 CEL selectors are compiled with the same library the allocator evaluates them with (`..cel`); a selector
 that does not compile is refused here, as the API server refuses it, rather than failing at scheduling.
@@ -12,10 +13,14 @@ from typing import Any
 from ..cel import CelError, compile_selector
 from ..errors import FieldError, duplicate, invalid, not_supported, required
 from .common import label_name, subdomain_name
+from .meta import label_value
+from .names import label_key
 
-__all__ = ["device_class", "resource_claim_spec", "resource_slice"]
+__all__ = ["device_class", "device_taint_rule", "resource_claim_spec", "resource_slice"]
 
 ALLOCATION_MODES = ["All", "ExactCount"]
+TAINT_EFFECTS = ["NoExecute", "NoSchedule", "None"]  # validDeviceTaintEffects, sorted as sets.List
+TOLERATION_OPERATORS = ["Equal", "Exists"]
 _ONE_REQUEST_TYPE = "exactly one of `exactly` or `firstAvailable` is required"
 _ONE_NODE_SELECTION = (
     "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required"
@@ -57,10 +62,44 @@ def _allocation_mode(path: str, mode: str | None, count: int | None) -> list[Fie
     return [not_supported(f"{path}.allocationMode", mode or "", ALLOCATION_MODES)]
 
 
+def _taint(path: str, taint: Any) -> list[FieldError]:
+    """validateDeviceTaint: a label-name key (required), a label value, an effect of the three known."""
+    errors = [invalid(f"{path}.key", taint.key or "", m) for m in label_key(taint.key or "")]
+    if taint.value:
+        errors += [invalid(f"{path}.value", taint.value, m) for m in label_value(taint.value)]
+    if not taint.effect:
+        errors.append(required(f"{path}.effect"))
+    elif taint.effect not in TAINT_EFFECTS:
+        errors.append(not_supported(f"{path}.effect", taint.effect, TAINT_EFFECTS))
+    return errors
+
+
+def _toleration(path: str, toleration: Any) -> list[FieldError]:
+    """validateDeviceToleration (after defaulting, which sets operator Equal)."""
+    errors = []
+    if toleration.key:
+        errors += [invalid(f"{path}.key", toleration.key, m) for m in label_key(toleration.key)]
+    value = toleration.value or ""
+    if toleration.operator == "Exists":
+        if value:
+            errors.append(invalid(f"{path}.value", value, "must be empty for operator `Exists`"))
+    elif toleration.operator == "Equal":
+        errors += [invalid(f"{path}.value", value, m) for m in label_value(value)]
+    elif not toleration.operator:
+        errors.append(required(f"{path}.operator"))
+    else:
+        errors.append(not_supported(f"{path}.operator", toleration.operator, TOLERATION_OPERATORS))
+    if toleration.effect and toleration.effect not in TAINT_EFFECTS:
+        errors.append(not_supported(f"{path}.effect", toleration.effect, TAINT_EFFECTS))
+    return errors
+
+
 def _exact(path: str, req: Any) -> list[FieldError]:
     errors = subdomain_name(f"{path}.deviceClassName", req.deviceClassName)
     errors += _selectors(f"{path}.selectors", req.selectors)
     errors += _allocation_mode(path, req.allocationMode, req.count)
+    for i, toleration in enumerate(req.tolerations or []):
+        errors += _toleration(f"{path}.tolerations[{i}]", toleration)
     return errors
 
 
@@ -173,4 +212,14 @@ def resource_slice(rs: Any) -> list[FieldError]:
         if device.name in seen:
             errors.append(duplicate(f"{where}.name", device.name))
         seen.add(device.name)
+        for j, taint in enumerate(device.taints or []):
+            errors += _taint(f"{where}.taints[{j}]", taint)
     return errors
+
+
+def device_taint_rule(rule: Any) -> list[FieldError]:
+    """validateDeviceTaintRuleSpec: its taint (required) as a device's own."""
+    spec = rule.spec
+    if spec is None or spec.taint is None:
+        return [required("spec.taint.key"), required("spec.taint.effect")]
+    return _taint("spec.taint", spec.taint)
