@@ -15,7 +15,7 @@ import pytest
 from lightkube import Client
 from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import PersistentVolume, PersistentVolumeClaim, Pod
-from lightkube.resources.resource_v1 import ResourceClaim, ResourceSlice
+from lightkube.resources.resource_v1 import DeviceTaintRule, ResourceClaim, ResourceSlice
 from lightkube.resources.scheduling_v1 import PriorityClass
 from lightkube.resources.storage_v1 import CSINode
 from lightkube.types import PatchType
@@ -24,6 +24,7 @@ from .paired import SCHEDULERS, TIMEOUT, create, outcome, paired_sides, pod, set
 from .test_apiserver import wait_for
 
 DRIVER = "gpu.gangsched.test"
+RESOURCE = "resource.k8s.io/v1"
 CLASS = "gangsched-test-local-wffc"
 DEVICE_CLASS = "gangsched-test-gpu"
 CSI_DRIVER = "csi.gangsched.test"
@@ -311,6 +312,67 @@ def test_postfilter_deallocates_a_claim_allocated_where_the_pod_cannot_run(
             assert (result.pool, result.device) == (f"{ns}-n2", "gpu-0"), side
             assert [r.name for r in got.status.reservedFor] == ["p"], side
     finally:
+        for ns in sides.values():
+            for node in ("n1", "n2"):
+                with contextlib.suppress(ApiError):
+                    kube_client.delete(ResourceSlice, f"{ns}-{node}-gpus")
+
+
+def test_device_taints_keep_untolerating_claims_away(kube_client: Client, sides: dict[str, str]) -> None:
+    """DRADeviceTaints and DRADeviceTaintRules (on in v1.37): n1's gpu-0 is tainted `dedicated=ml:NoSchedule`
+    in its slice, n2's gpu-0 `maintenance:NoExecute` by a DeviceTaintRule naming its driver and pool. Pod
+    `plain`, whose request tolerates nothing, waits with the same message under both schedulers; pod `ml`,
+    tolerating the NoSchedule taint, runs on n1 and its claim's result carries that toleration. Deleting the
+    rule lets `plain` have n2's GPU."""
+    create(kube_client, _device_class())
+    ml_taint = {"key": "dedicated", "value": "ml", "effect": "NoSchedule"}
+    toleration = {"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"}
+    plain = {"name": "gpu", "resourceClaimTemplateName": "one-gpu"}
+    tolerant = {"name": "gpu", "resourceClaimTemplateName": "ml-gpu"}
+    rules = []
+    try:
+        for side, ns in sides.items():
+            tainted = _slice(f"{ns}-n1-gpus", f"{ns}-n1", ["gpu-0"])
+            tainted["spec"]["devices"][0]["taints"] = [ml_taint]
+            create(kube_client, tainted)
+            create(kube_client, _slice(f"{ns}-n2-gpus", f"{ns}-n2", ["gpu-0"]))
+            rule = {
+                "deviceSelector": {"driver": DRIVER, "pool": f"{ns}-n2"},
+                "taint": {"key": "maintenance", "effect": "NoExecute"},
+            }
+            meta = {"name": f"{ns}-maintenance"}
+            kind = {"apiVersion": RESOURCE, "kind": "DeviceTaintRule"}
+            create(kube_client, {**kind, "metadata": meta, "spec": rule})
+            rules.append(f"{ns}-maintenance")
+            create(kube_client, _template(ns))
+            ml = _template(ns)
+            ml["metadata"]["name"] = "ml-gpu"
+            ml["spec"]["spec"]["devices"]["requests"][0]["exactly"]["tolerations"] = [toleration]
+            create(kube_client, ml)
+            create(kube_client, pod(ns, "plain", SCHEDULERS[side], resourceClaims=[plain]))
+            create(kube_client, pod(ns, "ml", SCHEDULERS[side], resourceClaims=[tolerant]))
+        outcomes = settle(
+            kube_client, sides, ["plain", "ml"], lambda o: o["ml"] == "n1" and "allocate" in o["plain"]
+        )
+        assert outcomes["kube"] == outcomes["gangsched"], outcomes
+        assert "2 cannot allocate all claims" in outcomes["kube"]["plain"], outcomes
+        for side, ns in sides.items():
+            (claim,) = [
+                c
+                for c in kube_client.list(ResourceClaim, namespace=ns)
+                if c.metadata.ownerReferences[0].name == "ml"
+            ]
+            (result,) = claim.status.allocation.devices.results
+            assert (result.pool, result.device) == (f"{ns}-n1", "gpu-0"), side
+            assert [t.to_dict() for t in result.tolerations or []] == [toleration], side
+        for name in rules:
+            kube_client.delete(DeviceTaintRule, name)
+        outcomes = settle(kube_client, sides, ["plain", "ml"], lambda o: o["plain"] == "n2")
+        assert outcomes == {side: {"plain": "n2", "ml": "n1"} for side in sides}, outcomes
+    finally:
+        for name in rules:
+            with contextlib.suppress(ApiError):
+                kube_client.delete(DeviceTaintRule, name)
         for ns in sides.values():
             for node in ("n1", "n2"):
                 with contextlib.suppress(ApiError):
