@@ -116,10 +116,11 @@ def kube_scheduler(control_plane: LocalControlPlane) -> Iterator[ManagedProcess]
 
 @pytest.fixture(scope="session")
 def volume_and_claim_controllers(control_plane: LocalControlPlane) -> Iterator[ManagedProcess]:
-    """kube-controller-manager v1.37.2 running only the persistentvolume-binder and resourceclaim
-    controllers, so that volume binding and claims from templates complete as on a real cluster."""
+    """kube-controller-manager v1.37.2 running only the persistentvolume-binder, resourceclaim and
+    ephemeral-volume controllers, so that volume binding, claims from templates and generic ephemeral
+    volumes' claims complete as on a real cluster."""
     proc = control_plane.start_controller_manager(
-        ["persistentvolume-binder-controller", "resourceclaim-controller"]
+        ["persistentvolume-binder-controller", "resourceclaim-controller", "ephemeral-volume-controller"]
     )
     yield proc
     proc.stop()

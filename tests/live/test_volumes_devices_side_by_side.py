@@ -148,6 +148,30 @@ def test_wait_for_first_consumer_binds_the_local_pv(kube_client: Client, sides: 
         assert (pv.spec.claimRef.namespace, pv.spec.claimRef.name) == (ns, "data"), side
 
 
+def test_generic_ephemeral_volume_binds_the_local_pv(kube_client: Client, sides: dict[str, str]) -> None:
+    """A generic ephemeral volume of the WaitForFirstConsumer class and one local PV on n2: the ephemeral
+    volume controller creates the claim `p-scratch` owned by the pod; both schedulers read it as the pod's
+    claim, put the pod on n2, and the PV controller binds the claim to that PV."""
+    create(kube_client, _storage_class())
+    template = {"spec": _claim("", "")["spec"]}
+    for side, ns in sides.items():
+        create(kube_client, _local_pv(f"{ns}-scratch", f"{ns}-n2"))
+        volume = {"name": "scratch", "ephemeral": {"volumeClaimTemplate": template}}
+        create(kube_client, pod(ns, "p", SCHEDULERS[side], volumes=[volume]))
+    for side, ns in sides.items():
+        node = _wait(f"{side}: pod bound", lambda ns=ns: _node_of(kube_client, ns, "p"))
+        assert node == f"{ns}-n2", side
+
+        def bound_claim(ns: str = ns) -> Any:
+            claim = kube_client.get(PersistentVolumeClaim, "p-scratch", namespace=ns)
+            return claim if claim.status is not None and claim.status.phase == "Bound" else None
+
+        claim = _wait(f"{side}: claim bound", bound_claim)
+        assert claim.spec.volumeName == f"{ns}-scratch", side
+        owners = [(r.kind, r.name, r.controller) for r in claim.metadata.ownerReferences]
+        assert owners == [("Pod", "p", True)], side
+
+
 def test_pod_waits_for_its_claim_to_be_provisioned(kube_client: Client, sides: dict[str, str]) -> None:
     """A WaitForFirstConsumer claim of a class whose provisioner never runs: both schedulers write the
     claim's selected node in PreBind, then wait for the PV controller to bind the claim, which it never

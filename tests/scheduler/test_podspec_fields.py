@@ -220,7 +220,7 @@ def _waits_with(mutate: Callable[[Any], None], wanted: str) -> Callable[[], None
 
 def _volumes() -> None:
     # an image volume counts for ImageLocality; a PersistentVolumeClaim is read by VolumeBinding (here: a
-    # claim that does not exist, upstream's PreFilter message); a generic ephemeral volume is refused
+    # claim that does not exist, upstream's PreFilter message); an inline CSI volume is refused
     images = [node("a", images=[{"names": ["big:1"], "sizeBytes": 2_000_000_000}]), node("b")]
     with_volume = pod()
     _image_volume(with_volume.spec)
@@ -236,9 +236,16 @@ def _volumes() -> None:
             spec=core_v1.PersistentVolumeClaimSpec(accessModes=["ReadWriteOnce"])
         )
     )
+    # read by VolumeBinding as the claim `<pod>-<volume>`; without the ephemeral volume controller's claim
+    # the pod waits with upstream's PreFilter message
     _waits_with(
         lambda s: setattr(s, "volumes", [core_v1.Volume(name="e", ephemeral=ephemeral)]),
-        "spec.volumes[0].ephemeral is not supported by gangsched yet",
+        'waiting for ephemeral volume controller to create the persistentvolumeclaim "p-e"',
+    )()
+    inline = core_v1.CSIVolumeSource(driver="csi.example.com")
+    _waits_with(
+        lambda s: setattr(s, "volumes", [core_v1.Volume(name="c", csi=inline)]),
+        "spec.volumes[0].csi is not supported by gangsched yet",
     )()
 
 

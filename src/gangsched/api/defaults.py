@@ -37,7 +37,7 @@ from .errors import FieldError, not_found
 from .kinds import kind_info
 from .pod_selectors import ReplicationController
 
-__all__ = ["SYSTEM_PRIORITY_CLASSES", "PriorityResolver", "apply_defaults"]
+__all__ = ["SYSTEM_PRIORITY_CLASSES", "PriorityResolver", "apply_defaults", "claim_defaults"]
 
 #: Built-in classes every API server has.
 SYSTEM_PRIORITY_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
@@ -165,6 +165,12 @@ def default_storage_class(classes: Iterable[Any]) -> str | None:
     newest = max(stamp)
     name: str = min(c.metadata.name for c, t in zip(marked, stamp, strict=True) if t == newest)
     return name
+
+
+def claim_defaults(pvc: core_v1.PersistentVolumeClaim, classes: Iterable[Any]) -> None:
+    """A PersistentVolumeClaim created in the cluster (by a controller) as the API server stores it:
+    volumeMode Filesystem, the default StorageClass among `classes` when it names none."""
+    _storage_defaults(pvc, default_storage_class(classes))
 
 
 def _storage_defaults(obj: Any, default_class: str | None) -> None:

@@ -74,8 +74,11 @@ def _signature(spec: Any, requests: dict[str, int], nonzero: tuple[int, int]) ->
 
 
 def uses_claims(spec: Any) -> bool:
-    """Whether the pod names PersistentVolumeClaims or ResourceClaims: the claims stage checks it."""
-    return bool(spec.resourceClaims) or any(v.persistentVolumeClaim is not None for v in spec.volumes or [])
+    """Whether the pod uses PersistentVolumeClaims (named, or a generic ephemeral volume's) or
+    ResourceClaims: the claims stage checks it."""
+    return bool(spec.resourceClaims) or any(
+        v.persistentVolumeClaim is not None or v.ephemeral is not None for v in spec.volumes or []
+    )
 
 
 _REQUESTS_CACHE: dict[bytes, tuple[dict[str, int], tuple[int, int]]] = {}

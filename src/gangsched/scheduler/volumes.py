@@ -30,6 +30,7 @@ __all__ = [
     "Reservations",
     "VolumeBinding",
     "VolumeCatalog",
+    "controlled_by",
     "pod_claim_names",
     "pod_volumes",
 ]
@@ -39,6 +40,7 @@ ANN_BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+EPHEMERAL_NOT_CREATED = "waiting for ephemeral volume controller to create the persistentvolumeclaim"
 STORAGE_KINDS = ("StorageClass", "PersistentVolume", "PersistentVolumeClaim", "CSINode")
 
 ClaimKey = tuple[str, str]
@@ -52,9 +54,33 @@ def _storage(obj_capacity: Any) -> int:
 
 
 def pod_claim_names(pod: Any) -> list[str]:
-    """The PVC names a pod's volumes use, in volume order (generic ephemeral volumes are refused before:
-    plugins/unsupported.py)."""
-    return [v.persistentVolumeClaim.claimName for v in pod.spec.volumes or [] if v.persistentVolumeClaim]
+    """The PVC names a pod's volumes use, in volume order."""
+    return [name for name, _ in _pod_claims(pod)]
+
+
+def _pod_claims(pod: Any) -> list[tuple[str, bool]]:
+    """(PVC name, whether it is a generic ephemeral volume's) per volume that uses a claim: a
+    persistentVolumeClaim's claimName, an `ephemeral` volume's `<pod>-<volume>` (component-helpers
+    storage/ephemeral VolumeClaimName)."""
+    out = []
+    for v in pod.spec.volumes or []:
+        if v.persistentVolumeClaim is not None:
+            out.append((v.persistentVolumeClaim.claimName, False))
+        elif v.ephemeral is not None:
+            out.append((f"{pod.metadata.name}-{v.name}", True))
+    return out
+
+
+def controlled_by(obj: Any, pod: Any) -> bool:
+    """metav1.IsControlledBy: the object's controller reference names the pod (by UID; objects read from
+    files without UIDs are told apart by kind and name)."""
+    for ref in (obj.metadata.ownerReferences if obj.metadata else None) or []:
+        if not ref.controller:
+            continue
+        if pod.metadata.uid:
+            return bool(ref.uid == pod.metadata.uid)
+        return bool(ref.kind == "Pod" and not ref.uid and ref.name == pod.metadata.name)
+    return False
 
 
 class VolumeCatalog:
@@ -105,8 +131,11 @@ def pod_volumes(catalog: VolumeCatalog, pod: Any) -> PodVolumes:
     scheduled at all (UnschedulableAndUnresolvable)."""
     ns = pod.metadata.namespace or ""
     out = PodVolumes()
-    for name in pod_claim_names(pod):
+    for name, ephemeral in _pod_claims(pod):
         pvc = catalog.pvcs.get((ns, name))
+        if pvc is None and ephemeral:  # normal right after the pod's creation
+            out.error = f'{EPHEMERAL_NOT_CREATED} "{name}"'
+            return out
         if pvc is None:
             out.error = f'persistentvolumeclaim "{name}" not found'
             return out
@@ -116,6 +145,10 @@ def pod_volumes(catalog: VolumeCatalog, pod: Any) -> PodVolumes:
             return out
         if pvc.metadata.deletionTimestamp is not None:
             out.error = f'persistentvolumeclaim "{name}" is being deleted'
+            return out
+        if ephemeral and not controlled_by(pvc, pod):  # ephemeral.VolumeIsForPod
+            pod_ref = f"{ns}/{pod.metadata.name}"
+            out.error = f"PVC {ns}/{name} was not created for pod {pod_ref} (pod is not owner)"
             return out
         if "ReadWriteOncePod" in (pvc.spec.accessModes or []):
             out.rwop.append((ns, name))

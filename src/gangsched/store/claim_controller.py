@@ -9,7 +9,8 @@ owned by the pod, named `<pod>-<claim>-<5 characters>` with the annotation
 characters are random (generateName); here they are derived from the owner and the claim, so that the same
 input gives the same names.
 
-`sync_claims(store, workload_claims=...)` is idempotent: objects already recorded are left alone.
+`sync_claims(store, workload_claims=...)` is idempotent: objects already recorded are left alone. It also
+runs the ephemeral volume controller's part (ephemeral_controller.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import hashlib
 from typing import Any
 
 from lightkube.models import core_v1, meta_v1, resource_v1, scheduling_v1beta1
+
+from .ephemeral_controller import sync_ephemeral_volumes
 
 __all__ = ["POD_CLAIM_ANNOTATION", "generated_name", "sync_claims"]
 
@@ -132,7 +135,10 @@ def _sync_pod(store: Any, pod: Any, workload_claims: bool) -> None:
 
 def sync_claims(store: Any, *, workload_claims: bool) -> None:
     """Create the claims templates call for and record them, PodGroups first (their members point to
-    them). `workload_claims`: the DRAWorkloadResourceClaims gate."""
+    them), and the PersistentVolumeClaims of generic ephemeral volumes (ephemeral_controller.py), the two
+    controllers whose objects the scheduler waits for. `workload_claims`: the DRAWorkloadResourceClaims
+    gate."""
+    sync_ephemeral_volumes(store)
     if workload_claims:
         for pg in store.list("PodGroup"):
             if pg.spec is not None and pg.spec.resourceClaims:

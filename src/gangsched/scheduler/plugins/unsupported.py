@@ -2,10 +2,9 @@
 refused, never placed as if the field were absent (issue 10: "nothing silently ignored").
 
 The refusal acts as a PreFilter rejecting the pod, so it waits with upstream's PreFilter rendering,
-`0/N nodes are available: spec.volumes[0].ephemeral is not supported by gangsched yet.` PersistentVolumeClaim
-volumes and resourceClaims are evaluated by the claims stage (claims_stage.py). What remains: generic
-ephemeral volumes (their claims come from the ephemeral volume controller, which is not emulated), inline
-CSI volumes (NodeVolumeLimits counts them) and the in-tree disks VolumeRestrictions compares.
+`0/N nodes are available: spec.volumes[0].csi is not supported by gangsched yet.` PersistentVolumeClaim and
+generic ephemeral volumes and resourceClaims are evaluated by the claims stage (claims_stage.py). What
+remains: inline CSI volumes (NodeVolumeLimits counts them) and the in-tree disks VolumeRestrictions compares.
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from typing import Any
 NAME = "Unsupported"
 # Volume sources the volume plugins read that gangsched does not evaluate yet.
 VOLUME_SOURCES = (
-    "ephemeral",
     "csi",
     "gcePersistentDisk",
     "awsElasticBlockStore",
