@@ -74,14 +74,16 @@ class GroupResult:
     cycle_message: str = ""
     wrapped: bool = False
 
-    def pod_message(self, key: PodKey) -> str:
+    def pod_message(self, key: PodKey, *, waiting: bool = False) -> str:
         """What a pod of this failed cycle is told (upstream's submitPodGroupAlgorithmResult): its own
-        FitError; `pod group is unschedulable, <group message>` when it fit but the group did not; else
-        the status the cycle ended with."""
+        FitError; when it fit but the group did not, the group's status with PostFilter's reasons, as it is
+        while the group waits on its preemption (`waiting`), else wrapped as `pod group is unschedulable,
+        <group message>`; a pod the cycle never tried, the status the cycle ended with (copied before
+        PostFilter ran)."""
         if key in self.failures:
             return self.failures[key]
         if key in self.fit and self.code == Code.UNSCHEDULABLE:
-            return group_unschedulable(self.message)
+            return self.message if waiting else group_unschedulable(self.message)
         return self.cycle_message or self.message
 
     @property

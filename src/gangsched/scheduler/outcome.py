@@ -3,10 +3,11 @@ FailedScheduling for pods left pending, and the groups' InitiallyScheduled condi
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from .cycle import Code
+from .cycle import Code, group_unschedulable
 from .decision import Binding, ClaimReservation, Condition, ConditionChange, Decision, Notice, VolumeBinding
 from .podinfo import PodInfo, PodKey
 from .tree import TreeNode, TreeResult
@@ -75,22 +76,58 @@ def record_tree(
     result: TreeResult,
     *,
     invalid: bool,
+    appended: str = "",
+    waiting: bool = False,
 ) -> None:
-    """Pods left pending and every group of a composite tree get their outcome; a failed root pushes its
-    failure down to the groups that had succeeded inside it."""
-    group_of = {pi.key: n.key for n in nodes if n.attempt is not None for pi in n.attempt.pods}
+    """Pods left pending and every group of a composite tree (`nodes`, root first, parents before their
+    children) get their outcome, as upstream's podGroupCycle leaves them.
 
-    def outcome(key: tuple[str, str, str]) -> tuple[Code, str]:
-        code, message = result.per_group.get(key, (result.code, result.message))
-        if result.code != Code.SUCCESS and code == Code.SUCCESS:
-            return result.code, result.message
-        return code, message
-
-    for pi in pending:
-        if pi.key not in placed:
-            code, message = outcome(group_of[pi.key])
-            reason = "SchedulerError" if code == Code.ERROR and not invalid else "Unschedulable"
-            pod_failed(d, pi, reason, result.failures.get(pi.key) or message)
+    Each group's status is its own, or, for a group that succeeded inside a failed parent or was never
+    tried, its parent's (completeCompositePodGroupAlgorithmResultMap: the same status object). `appended`
+    holds the reasons PodGroupPostFilter added (`, pod group preemption: ...`): applyPodGroupPostFilterResult
+    appends them once per group to that group's status object, so a status shared by k groups carries them
+    k times. In a group with a status of its own, a pod is told its own FitError, and a pod that fit
+    that status with the appended reasons (as is while the tree waits on its preemption, else wrapped in
+    `pod group is unschedulable, `); every other pod the status as the cycle left it, copied before
+    PostFilter ran (completePodGroupAlgorithmResult), a pod of a group that shares its parent's status
+    included."""
+    owner: dict[tuple[str, str, str], tuple[str, str, str]] = {}
     for n in nodes:
-        code, message = outcome(n.key)
-        group_condition(d, n.key[0], store.get(n.key[0], (n.key[1], n.key[2])), code, message, invalid)
+        parent = owner.setdefault(n.key, n.key)  # the root's status is its own
+        for c in n.children:
+            own = result.per_group.get(c.key)
+            shares = own is None or (own[0] == Code.SUCCESS and _status(result, parent)[0] != Code.SUCCESS)
+            owner[c.key] = parent if shares else c.key
+    sharing = Counter(owner.values())
+
+    def before(key: tuple[str, str, str]) -> tuple[Code, str]:
+        """The status of `key`'s group as the cycle left it."""
+        return _status(result, owner[key])
+
+    def after(key: tuple[str, str, str]) -> str:
+        """The same status once PostFilter appended its reasons."""
+        return before(key)[1] + appended * sharing[owner[key]]
+
+    group_of = {pi.key: n.key for n in nodes if n.attempt is not None for pi in n.attempt.pods}
+    for pi in pending:
+        if pi.key in placed:
+            continue
+        key = group_of[pi.key]
+        code, message = before(key)
+        if owner[key] != key:
+            pass  # its results were replaced by its parent's: what it found itself is not reported
+        elif pi.key in result.failures:
+            message = result.failures[pi.key]
+        elif pi.key in result.fit and code == Code.UNSCHEDULABLE:
+            message = after(key) if waiting else group_unschedulable(after(key))
+        reason = "SchedulerError" if code == Code.ERROR and not invalid else "Unschedulable"
+        pod_failed(d, pi, reason, message)
+    for n in nodes:
+        code, _ = before(n.key)
+        group = store.get(n.key[0], (n.key[1], n.key[2]))
+        group_condition(d, n.key[0], group, code, after(n.key), invalid)
+
+
+def _status(result: TreeResult, key: tuple[str, str, str]) -> tuple[Code, str]:
+    """A group's own status in the tree's result; the root's is the result's."""
+    return result.per_group.get(key, (result.code, result.message))

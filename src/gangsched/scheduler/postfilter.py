@@ -1,9 +1,10 @@
 """PostFilter: what the scheduler does after a root's cycle ended Unschedulable.
 
-A PodGroup root gets workload-aware preemption (preemption.py), a lone pod default preemption
-(pod_preemption.py). When preemption finds nothing to do, its reason is appended to the failure message as
-upstream words it: for a group `<cycle message>, pod group preemption: <reason>` (the status gains a reason,
-and reasons are joined with ", "), for a pod `<fit error> preemption: <reason>` (FitError appends the
+A PodGroup or CompositePodGroup root gets workload-aware preemption (preemption.py), a lone pod default
+preemption (pod_preemption.py). When preemption finds nothing to do, its reason is appended to the failure
+message as upstream words it: for a group `<cycle message>, pod group preemption: <reason>` (the status
+gains a reason, and reasons are joined with ", "; in a tree every group's status, see record_tree), for a
+pod `<fit error> preemption: <reason>` (FitError appends the
 PostFilter message after a space). When it does, the Decision evicts the victims (DisruptionTarget /
 PreemptionByScheduler on each victim pod and on each group evicted whole, a Preempted event per victim) and
 nominates the preemptor's pods; the preemptor binds in a later cycle, once the victims are gone. Its own
@@ -28,6 +29,7 @@ from .pod_preemption import preempt_pod
 from .podinfo import PodInfo
 from .preemption import Ineligible, Preemption, PreemptionView, preempt_pod_group
 from .snapshot import Snapshot
+from .tree import TreeResult
 
 __all__ = ["DISRUPTION_TARGET", "PostFilterResult", "preempt_after_failure", "preemption_decision"]
 
@@ -94,11 +96,12 @@ def preempt_after_failure(
     view: PreemptionView,
     pg: Any,
     pods: Sequence[PodInfo],
-    result: GroupResult,
-    rerun: Callable[[], GroupResult] | None,
+    result: GroupResult | TreeResult,
+    rerun: Callable[[], GroupResult | TreeResult] | None,
 ) -> PostFilterResult:
-    """Preempt for the root whose Unschedulable `result` this is; the PostFilter message is appended to
-    `result` (its message for a group, the pod's failure for a lone pod)."""
+    """Preempt for the root whose Unschedulable `result` this is: `pg` is the root PodGroup or
+    CompositePodGroup (with `rerun`, its cycle run again) or None for a lone pod. The PostFilter message is
+    appended to `result` (its message for a group, the pod's failure for a lone pod)."""
     snap = view.ev.snap
     if pg is not None and rerun is not None:
         outcome = preempt_pod_group(view, pg, pods, rerun)

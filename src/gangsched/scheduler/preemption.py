@@ -1,5 +1,5 @@
-"""Workload-aware preemption for a PodGroup whose cycle ended Unschedulable (spec §5; upstream's
-PodGroupEvaluator in pkg/scheduler/framework/preemption/podgrouppreemption.go).
+"""Workload-aware preemption for a PodGroup or CompositePodGroup root whose cycle ended Unschedulable
+(spec §5; upstream's PodGroupEvaluator in pkg/scheduler/framework/preemption/podgrouppreemption.go).
 
 1. Eligibility: preemptionPolicy Never means no preemption. A nominated node of the group that still holds a
    lower-priority pod terminating by preemption means an ongoing preemption (upstream's isOngoingPreemption):
@@ -26,6 +26,7 @@ from .evaluator import Evaluator
 from .pdb import Budget, budgets, split_by_violation
 from .podinfo import PodInfo, PodKey
 from .snapshot import PodVector
+from .tree import TreeResult
 from .victims import ObjectReader, VictimUnit, collect_units, sort_by_importance
 
 __all__ = [
@@ -35,12 +36,17 @@ __all__ = [
     "Preemption",
     "PreemptionView",
     "TakenOut",
+    "group_preemption_policy",
     "ineligibility",
     "lower_priority_units",
     "preempt_pod_group",
+    "preemptor_kind",
 ]
 
 PREEMPT_NEVER = "Never"
+PREEMPT_LOWER = "PreemptLowerPriority"
+GROUP_PREEMPTOR = "podgroup"  # fwk.PodGroupKeyType
+COMPOSITE_PREEMPTOR = "compositepodgroup"  # fwk.CompositePodGroupKeyType
 NO_VICTIMS_FOR_GROUP = "No preemption victims found for incoming preemptor"
 ONGOING = "ongoing preemption on nominated nodes"
 TERMINATING_ON_NOMINATED = "not eligible due to a terminating pod on the nominated node."
@@ -79,7 +85,7 @@ class Preemption:
     """A preemption that will make room: victims to evict and where the preemptor's pods are nominated."""
 
     preemptor: str  # "namespace/name" of the PodGroup or pod
-    kind: str  # upstream's preemptor Type(): "podgroup" or "pod"
+    kind: str  # upstream's preemptor Type(): "podgroup", "compositepodgroup" or "pod"
     uid: str
     scheduler_name: str
     victims: list[VictimUnit]
@@ -95,7 +101,7 @@ class Preemption:
         if self.ongoing:
             return ONGOING
         count = sum(len(unit.pods) for unit in self.victims)
-        if self.node is None:
+        if self.node is None:  # upstream's words for any group preemptor, a CompositePodGroup too
             return f"found a placement for podgroup, preempting {count} victims"
         node = node_names[self.node]
         return f"found a potential placement for pod on node {node}, preempting {count} victims"
@@ -279,23 +285,42 @@ def _reprieve(
     return sort_by_importance(victims)
 
 
-def preempt_pod_group(
-    view: PreemptionView, pg: Any, pods: Sequence[PodInfo], rerun: Callable[[], GroupResult]
-) -> Preemption | str:
-    """Workload-aware preemption for `pg`; a message (without upstream's prefix) when there is none.
+def preemptor_kind(group: Any) -> str:
+    """Upstream's preemptor Type() for a PodGroup or CompositePodGroup object (fwk.PodGroupKeyType,
+    CompositePodGroupKeyType): the word the DisruptionTarget message and the Preempted event name."""
+    return COMPOSITE_PREEMPTOR if group.kind == "CompositePodGroup" else GROUP_PREEMPTOR
 
-    `rerun` runs the group's cycle again on the evaluator's snapshot (upstream's podGroupSchedulingFunc);
-    on success its reservations stay until its `revert` is called.
+
+def group_preemption_policy(view: PreemptionView, group: Any, pods: Sequence[PodInfo]) -> str:
+    """upstream's resolvePreemptionPolicy / resolveCompositePreemptionPolicy (framework/preemption/types.go):
+    with the PodGroupPreemptionPolicy gate on, the group's own policy (its default is PreemptLowerPriority);
+    with it off, Never as soon as one of its pods says Never."""
+    if view.group_preemption_policy:
+        return PREEMPT_NEVER if group.spec.preemptionPolicy == PREEMPT_NEVER else PREEMPT_LOWER
+    return PREEMPT_NEVER if any(pi.preemption_policy == PREEMPT_NEVER for pi in pods) else PREEMPT_LOWER
+
+
+def preempt_pod_group(
+    view: PreemptionView,
+    group: Any,
+    pods: Sequence[PodInfo],
+    rerun: Callable[[], GroupResult | TreeResult],
+) -> Preemption | str:
+    """Workload-aware preemption for a root `group`, a PodGroup or a CompositePodGroup (upstream's
+    podGroupPreemptor: the group's priority and preemption policy; for a tree `pods` are the pending pods
+    of all its PodGroups, GetUnscheduledPods); a message (without upstream's prefix) when there is none.
+
+    `rerun` runs the root's cycle again on the evaluator's snapshot (upstream's podGroupSchedulingFunc: a
+    PodGroup's cycle, or the whole tree's); on success its reservations stay until its `revert` is called.
     """
-    priority = int(pg.spec.priority or 0)
-    policy = (pg.spec.preemptionPolicy if view.group_preemption_policy else None) or pods[0].preemption_policy
-    reason = ineligibility(policy)
+    priority = int(group.spec.priority or 0)
+    reason = ineligibility(group_preemption_policy(view, group, pods))
     if reason is not None:
         return reason
-    meta = pg.metadata
+    meta = group.metadata
     preemption = Preemption(
         preemptor=f"{meta.namespace}/{meta.name}",
-        kind="podgroup",
+        kind=preemptor_kind(group),
         uid=meta.uid or f"{meta.namespace}/{meta.name}",
         scheduler_name=pods[0].scheduler_name,
         victims=[],

@@ -827,61 +827,88 @@ class Scheduler:
         rerun: Callable[[], GroupResult] | None = None,
         bound: int = 0,
     ) -> Decision:
-        post = (
-            self._post_filter(root.key, pg, pods, result, rerun)
-            if result.code == Code.UNSCHEDULABLE
-            else None
-        )
-        if (
-            post is not None
-            and post.decision.evictions
-            and self.backfill is not None
-            and self._unless_delaying(root, post.decision, result, now) is None
-        ):
-            post = PostFilterResult()  # dropped: nothing evicted, nominations as they were
+        post = self._preempt(root, pg, pods, result, now, rerun)
         d = Decision()
         placed = bind(d, self._node_names(), result.placed, self._decided)
+        waiting = post is not None and post.waiting
         for pi in pods:
             if pi.key not in placed:
                 reason = "SchedulerError" if result.code == Code.ERROR else "Unschedulable"
-                # waiting on preemption, a pod that fit keeps the group's status as it is
-                waiting = post is not None and post.waiting
-                message = result.message if waiting else result.pod_message(pi.key)
-                pod_failed(d, pi, reason, result.failures.get(pi.key) or message)
+                pod_failed(d, pi, reason, result.pod_message(pi.key, waiting=waiting))
         if pg is not None:
             group_condition(d, "PodGroup", pg, result.code, result.message)
         if result.code == Code.SUCCESS and len(placed) == len(pods):
-            self.queue.remove(root.key)
-            self.waiters.forget(root.key)
-            if self.backfill is not None:
-                self.backfill.forget(root.key)
+            self._done(root)
         else:
-            # Upstream's FailureHandler: to the unschedulable pool, even after a preemption; the deletion of
-            # its last victims activates it (see _on_pod), other events move it with its backoff.
-            self.queue.requeue_failed(root.key, now, len(pods))
             left = [pi for pi in pods if pi.key not in placed]
             need = None if result.code == Code.ERROR else self._room_need(root.priority, pg, left, bound)
-            self._wait_for_room(root, need)
-            if self.backfill is not None:
-                self.backfill.failed(root.key)
-            if pg is not None and self.profile.explain_pending and (post is None or not post.waiting):
-                self._why_pending(d, root.key)
+            self._failed(d, root, now, len(pods), need, explain=pg is not None and not waiting)
         if post is None and result.code == Code.ERROR:
             post = PostFilterResult(_clear_nominations(pods, self._nominated))
         if post is not None:
-            preempted = post.decision
-            self._nominate(preempted)
-            d.extend(preempted)
-            for e in preempted.evictions:
-                self._victim_of[e.pod] = root.key
-                victim = self._pods.get(e.pod)
-                if victim is not None and victim.pod.metadata.deletionTimestamp is None:
-                    self._evicting.setdefault(root.key, {})[e.pod] = now
-            if post.retry:
-                # A preemption that needed no victims brings no deletion event: requeue it with its
-                # backoff, so that a cycle that keeps failing still lets time move on.
-                self.queue.move_to_active(root.key)
+            d.extend(self._apply_post_filter(root, post, now))
         return d
+
+    def _preempt(
+        self,
+        root: QueuedRoot,
+        group: Any,
+        pods: list[PodInfo],
+        result: GroupResult | TreeResult,
+        now: float,
+        rerun: Callable[[], GroupResult | TreeResult] | None,
+    ) -> PostFilterResult | None:
+        """PostFilter for a root whose cycle ended Unschedulable (None for any other outcome); under
+        backfill a preemption that would delay a reservation is dropped (nothing evicted, nominations as
+        they were)."""
+        if result.code != Code.UNSCHEDULABLE:
+            return None
+        post = self._post_filter(root.key, group, pods, result, rerun)
+        if (
+            post.decision.evictions
+            and self.backfill is not None
+            and self._unless_delaying(root, post.decision, result, now) is None
+        ):
+            return PostFilterResult()
+        return post
+
+    def _done(self, root: QueuedRoot) -> None:
+        """The root is admitted whole: out of the queue and of every waiting list."""
+        self.queue.remove(root.key)
+        self.waiters.forget(root.key)
+        if self.backfill is not None:
+            self.backfill.forget(root.key)
+
+    def _failed(
+        self, d: Decision, root: QueuedRoot, now: float, pods: int, need: RoomNeed | None, *, explain: bool
+    ) -> None:
+        """Upstream's FailureHandler for a root left with pods pending: to the unschedulable pool, even
+        after a preemption (the deletion of its last victims activates it, see _on_pod; other events move
+        it with its backoff); waiting for room; the planner told. `explain`: say why it waits (WHY_PENDING)
+        when the profile asks, which a root waiting on its preemption does not need."""
+        self.queue.requeue_failed(root.key, now, pods)
+        self._wait_for_room(root, need)
+        if self.backfill is not None:
+            self.backfill.failed(root.key)
+        if explain and self.profile.explain_pending:
+            self._why_pending(d, root.key)
+
+    def _apply_post_filter(self, root: QueuedRoot, post: PostFilterResult, now: float) -> Decision:
+        """What PostFilter decided, made the scheduler's own: nominations recorded (only those that change
+        something are kept), each victim tied to its preemptor (its deletion activates the root; until its
+        eviction shows, the root is not tried), and a preemption without victims requeued."""
+        preempted = post.decision
+        self._nominate(preempted)
+        for e in preempted.evictions:
+            self._victim_of[e.pod] = root.key
+            victim = self._pods.get(e.pod)
+            if victim is not None and victim.pod.metadata.deletionTimestamp is None:
+                self._evicting.setdefault(root.key, {})[e.pod] = now
+        if post.retry:
+            # A preemption that needed no victims brings no deletion event: requeue it with its
+            # backoff, so that a cycle that keeps failing still lets time move on.
+            self.queue.move_to_active(root.key)
+        return preempted
 
     def _why_pending(self, d: Decision, root: RootKey) -> None:
         """The explanation of a failed group root as condition WHY_PENDING and a WhyPending Event on it; a
@@ -924,7 +951,7 @@ class Scheduler:
         return self._snap.node_names if self._snap is not None else []
 
     def _unless_delaying(
-        self, root: QueuedRoot, preempted: Decision, result: GroupResult, now: float
+        self, root: QueuedRoot, preempted: Decision, result: GroupResult | TreeResult, now: float
     ) -> Decision | None:
         """No eviction for a preemptor that would then delay a reservation: the preemption is dropped and
         the reason appended to the root's failure, as a PostFilter reason is."""
@@ -945,8 +972,8 @@ class Scheduler:
         root: RootKey,
         pg: Any,
         pods: list[PodInfo],
-        result: GroupResult,
-        rerun: Callable[[], GroupResult] | None,
+        result: GroupResult | TreeResult,
+        rerun: Callable[[], GroupResult | TreeResult] | None,
     ) -> PostFilterResult:
         """Preemption after an Unschedulable cycle (postfilter.py), so never in a cycle that binds."""
         view = PreemptionView(
@@ -973,12 +1000,16 @@ class Scheduler:
             self.queue.remove(root.key)
             return Decision()
         error = invalid or tree_error(self.store, root.key, nodes, pending)
+        rerun = None
         if error:
             result = TreeResult(Code.ERROR, error)
         else:
             allowed = self._backfill_nodes(root, now)
-            result = evaluate(self._evaluator(), tree, allowed, self.profile.placement_limit)
-        return self._finish_tree(root, nodes, pending, result, now, invalid=invalid is not None)
+            ev, limit = self._evaluator(), self.profile.placement_limit
+            result = evaluate(ev, tree, allowed, limit)
+            # upstream's pgSchedulingFunc: runRootSchedulingAlgorithm again, the whole tree on every node
+            rerun = lambda: evaluate(ev, tree, None, limit)  # noqa: E731
+        return self._finish_tree(root, nodes, pending, result, now, rerun, invalid=invalid is not None)
 
     def _finish_tree(
         self,
@@ -987,25 +1018,37 @@ class Scheduler:
         pending: list[PodInfo],
         result: TreeResult,
         now: float,
+        rerun: Callable[[], TreeResult] | None,
         *,
         invalid: bool,
     ) -> Decision:
+        cycle_message = result.message
+        cpg = self.store.get(*_split(root.key))
+        post = self._preempt(root, cpg, pending, result, now, rerun) if cpg is not None else None
         d = Decision()
         placed = bind(d, self._node_names(), result.placed, self._decided)
-        record_tree(d, self.store, nodes, pending, placed, result, invalid=invalid)
+        waiting = post is not None and post.waiting
+        # The reasons PostFilter appended to the root's status (preempt_after_failure writes them onto
+        # result.message): record_tree appends them to every status of the tree, as upstream does.
+        appended = result.message.removeprefix(cycle_message) if post is not None else ""
+        result.message = cycle_message
+        record_tree(
+            d, self.store, nodes, pending, placed, result, invalid=invalid, appended=appended, waiting=waiting
+        )
         if result.code == Code.SUCCESS and len(placed) == len(pending):
-            self.queue.remove(root.key)
-            self.waiters.forget(root.key)
-            if self.backfill is not None:
-                self.backfill.forget(root.key)
+            self._done(root)
         else:
-            self.queue.requeue_failed(root.key, now, len(pending))
-            self.waiters.wait(root.key, root.sort_key(), None)  # trees: no bound, any release may help
-            if self.backfill is not None:
-                self.backfill.failed(root.key)
-            if self.profile.explain_pending:
-                self._why_pending(d, root.key)
+            self._failed(d, root, now, len(pending), None, explain=not waiting)  # trees: no room bound
+        if post is None and result.code == Code.ERROR:
+            post = PostFilterResult(_clear_nominations(pending, self._nominated))
+        if post is not None:
+            d.extend(self._apply_post_filter(root, post, now))
         return d
+
+
+def _split(key: RootKey) -> tuple[str, tuple[str, str]]:
+    kind, ns, name = key
+    return kind, (ns, name)
 
 
 def _clear_nominations(pods: list[PodInfo], nominated: dict[PodKey, str]) -> Decision:

@@ -69,17 +69,16 @@ class TreeResult:
     message: str
     placed: list[tuple[PodInfo, int]] = field(default_factory=list)
     per_group: dict[GroupKey, tuple[Code, str]] = field(default_factory=dict)
-    failures: dict[tuple[str, str], str] = field(default_factory=dict)
+    failures: dict[tuple[str, str], str] = field(default_factory=dict)  # each pod's own FitError
     revert: Callable[[], None] = lambda: None
     wrapped: bool = False  # the status carries upstream's errPodGroupUnschedulable (see GroupResult)
+    fit: set[tuple[str, str]] = field(default_factory=set)  # pods that fit in a PodGroup that then failed
 
 
 def _from_group(node: TreeNode, r: GroupResult) -> TreeResult:
-    # a pod that fit in a failed group is told `pod group is unschedulable, ...`, as GroupResult.pod_message
-    failures = dict(r.failures) | {key: r.pod_message(key) for key in r.fit}
-    return TreeResult(
-        r.code, r.message, list(r.placed), {node.key: (r.code, r.message)}, failures, r.revert, r.wrapped
-    )
+    per_group = {node.key: (r.code, r.message)}
+    placed, failures = list(r.placed), dict(r.failures)
+    return TreeResult(r.code, r.message, placed, per_group, failures, r.revert, r.wrapped, set(r.fit))
 
 
 def _whole_tree(node: TreeNode, code: Code, message: str) -> TreeResult:
@@ -110,6 +109,7 @@ def _children(ev: Evaluator, node: TreeNode, nodes: BoolArray | None, use_limit:
         remaining -= 1
         result.per_group.update(r.per_group)
         result.failures.update(r.failures)
+        result.fit |= r.fit
         if r.code == Code.ERROR:
             message = f"composite pod group evaluation failed due to child error: {r.message}"
             result.code, result.message = Code.ERROR, message
