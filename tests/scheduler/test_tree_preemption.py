@@ -16,7 +16,8 @@ from typing import Any
 import yaml
 
 from gangsched.api.gates import FeatureGates
-from gangsched.scheduler import Decision, Scheduler
+from gangsched.scheduler import Decision, Scheduler, run_until_stable
+from gangsched.scheduler.explain import explain
 from gangsched.store import Store
 
 from .test_nominations import Clock, objects, pod, step
@@ -114,3 +115,30 @@ def test_a_victim_leaving_early_does_not_start_a_second_preemption() -> None:
     store.finish_terminations(clock.now)
     bound = step(store, scheduler, clock)
     assert bound is not None and len(bound.bindings) == 3
+
+
+def test_explain_runs_the_trees_preemption_dry() -> None:
+    """`gangsched explain` on the tree: the victims its preemption would take, v3 then v2 (most important
+    first), and nothing evicted by asking."""
+    store, scheduler, clock = setup()
+    e = explain(scheduler, ("CompositePodGroup", "default", "train"), clock.now)
+    assert (e.evict, e.preemption) == (["Pod default/v3 (priority 10)", "Pod default/v2 (priority 10)"], None)
+    assert not store.evictions
+
+
+def test_the_last_group_of_the_tree_lets_its_siblings_pods_in() -> None:
+    """Pods created before their groups, the PodGroups one by one: ps-0 waits at PreEnqueue for the tree's
+    quorum until workers exists; workers' arrival must let ps-0 in too, or the tree is tried without it,
+    fails, and ps-0 stays gated for ever."""
+    docs = yaml.safe_load(SCENARIO.read_text())["objects"]
+    everything = objects(yaml.safe_dump(docs))
+    groups = [o for o in everything if o.kind in ("CompositePodGroup", "PodGroup")]
+    store = Store(Clock())
+    scheduler = Scheduler(store, FeatureGates(), seed=0)
+    for obj in [o for o in everything if o not in groups] + groups:
+        store.add(obj)
+    run_until_stable(store, scheduler)
+    assert {n: pod(store, n).spec.nodeName for n in ("ps-0", "w-0", "w-1")} == dict.fromkeys(
+        ("ps-0", "w-0", "w-1"), "node-1"
+    )
+    assert sorted(e.pod[1] for e in store.evictions) == ["v2", "v3"]

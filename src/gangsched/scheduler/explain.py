@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .cycle import GroupAttempt, GroupResult, run_group_cycle
+from .cycle import GroupAttempt, run_group_cycle
 from .estimates import Estimate, History
 from .evaluator import Evaluator, FitFailure
 from .hierarchy import topology_key
@@ -165,16 +165,15 @@ def _preemption(
         scheduler.gates.pod_group_preemption_policy,
     )
     kind, ns, name = root
-    if kind == "CompositePodGroup":
-        return [], "not attempted for a CompositePodGroup tree"
-    pg = scheduler.store.get("PodGroup", (ns, name)) if kind == "PodGroup" else None
+    group = scheduler.store.get(kind, (ns, name)) if kind != "Pod" else None  # PodGroup or tree root
+    pg = group if kind == "PodGroup" else None
     place = scheduler.placer(root)
     if kind == "Pod":
         outcome = preempt_pod(view, pending[0])
-    elif pg is None or place is None:
+    elif group is None or place is None:
         return [], None
     else:
-        outcome = preempt_pod_group(view, pg, pending, lambda: cast(GroupResult, place(None)))
+        outcome = preempt_pod_group(view, group, pending, lambda: place(None))
     if isinstance(outcome, str):
         if pg is None or shortfall is None or shortfall.key is None or shortfall.domain is None:
             return [], outcome

@@ -441,6 +441,13 @@ class Scheduler:
             if old_gang and new_gang and new_min < old_min:
                 self.queue.move_to_active(("PodGroup", *group))
         self._regate(group)
+        root = self.hierarchy.root_of_group(group)
+        if root[0] == "CompositePodGroup":
+            # A group joining a tree may complete its quorum: the pods its siblings hold at PreEnqueue for
+            # it are let in too (pods created before their groups, as a controller may).
+            for other in self.hierarchy.tree_groups(root):
+                if other != group:
+                    self._regate(other, only_gated=True)
 
     def _ungate(self, key: PodKey, group: tuple[str, str] | None) -> None:
         if self._gated.pop(key, None) is not None and group is not None:
