@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pytest
 from lightkube.models import core_v1
 
+from gangsched.scheduler.plugins import image_locality
 from gangsched.scheduler.plugins.node_ports import REASON
 from gangsched.scheduler.podinfo import pod_info
 
@@ -100,3 +102,75 @@ def test_image_locality() -> None:
 
 def test_no_node_has_the_images() -> None:
     assert image_scores([node("node1"), node("node2")], ["gcr.io/40"]) == {}
+
+
+NODE_600_40_900 = images(
+    (["gcr.io/600:latest"], 600), (["gcr.io/40:latest"], 40), (["gcr.io/900:latest"], 900)
+)
+NODE_300_600_900 = images(
+    (["gcr.io/300:latest"], 300), (["gcr.io/600:latest"], 600), (["gcr.io/900:latest"], 900)
+)
+NODE_4000_30 = images((["gcr.io/4000:latest"], 4000), (["gcr.io/30:latest"], 30))
+NODE_20_30_40 = images((["gcr.io/20:latest"], 20), (["gcr.io/30:latest"], 30), (["gcr.io/40:latest"], 40))
+
+
+def spec_pod(containers: list[str], init: tuple[str, ...] = (), volumes: tuple[str, ...] = ()) -> Any:
+    """A pod of those container, init container and image volume images (upstream's v1.PodSpec literals)."""
+    spec = {
+        "containers": [{"name": f"c{i}", "image": image} for i, image in enumerate(containers)],
+        "initContainers": [{"name": f"i{i}", "image": image} for i, image in enumerate(init)],
+        "volumes": [{"name": f"v{i}", "image": {"reference": ref}} for i, ref in enumerate(volumes)],
+    }
+    return core_v1.Pod.from_dict(
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"}, "spec": spec}
+    )
+
+
+@pytest.mark.parametrize(
+    ("statuses", "incoming", "want"),
+    [
+        # "if exceed limit, use limit (with node which has no images present)": 4000M held by 1 node of 3
+        # counts 4000M/3 = 1333M: 100 * (1333M - 23M) / (1000M * 2 - 23M) = 66; 10M/3 < 23M: 0
+        ([NODE_4000_30, NODE_250_10, {}], spec_pod(["gcr.io/10", "gcr.io/4000"]), [66, 0, 0]),
+        # "pod with multiple large images, node2 is preferred": 600M and 900M are on 2 nodes of 3;
+        # node1 100 * (400M + 600M - 23M) / (1000M * 3 - 23M) = 32, node2 (100M + 400M + 600M - 23M): 36
+        (
+            [NODE_600_40_900, NODE_300_600_900, {}],
+            spec_pod(["gcr.io/300", "gcr.io/600", "gcr.io/900"]),
+            [32, 36, 0],
+        ),
+        # "pod with multiple small images": 30M is on both nodes, 40M on one of 2:
+        # node1 100 * (30M + 40M/2 - 23M) / (1000M * 2 - 23M) = 1; node2 100 * (30M - 23M) / 1977M = 0
+        ([NODE_20_30_40, NODE_4000_30], spec_pod(["gcr.io/30", "gcr.io/40"]), [1, 0]),
+        # "pod with ImageVolume": the volume's image counts as a second image (limit 2000M):
+        # 100 * (300M/2 - 23M) / (2000M - 23M) = 6; 30M/2 < 23M: 0
+        ([NODE_300_600_900, NODE_4000_30], spec_pod(["gcr.io/30"], volumes=("gcr.io/300",)), [6, 0]),
+        # "same images as ImageVolume pod but as regular container images": the same 6 and 0
+        ([NODE_300_600_900, NODE_4000_30], spec_pod(["gcr.io/30", "gcr.io/300"]), [6, 0]),
+        # "include InitContainers": the init container's 300M counts like a container's: 6; 30M/2: 0
+        ([NODE_40_300_2000, NODE_20_30_40], spec_pod(["gcr.io/30"], init=("gcr.io/300",)), [6, 0]),
+        # written from calculatePriority's clamp (not an upstream case): 3000M on 1 node of 2 counts 1500M,
+        # above the one image's 1000M limit, so it scores the maximum
+        ([images((["gcr.io/3000:latest"], 3000)), {}], spec_pod(["gcr.io/3000"]), [100, 0]),
+    ],
+)
+def test_image_locality_cases(statuses: list[dict[str, Any]], incoming: Any, want: list[int]) -> None:
+    ev = evaluator([node(f"node{i + 1}", **status) for i, status in enumerate(statuses)], [])
+    raw = image_locality.raw_scores(ev.snap, incoming.spec)
+    assert raw is not None and raw.dtype == np.int64 and raw.tolist() == want  # integers, as upstream's int64
+
+
+@pytest.mark.parametrize(
+    ("name", "want"),
+    [
+        ("root", "root:latest"),
+        ("gcr.io:5000/root", "gcr.io:5000/root:latest"),  # the registry's port is no tag
+        ("root:tag", "root:tag"),
+        ("root@sha256:" + "0" * 64, "root@sha256:" + "0" * 64),
+        ("gcr.io:5000/root:tag", "gcr.io:5000/root:tag"),  # the last ':' after the last '/' is the tag
+    ],
+)
+def test_normalized_image_name(name: str, want: str) -> None:
+    """upstream's TestNormalizedImageName cases and its rule: `:latest` is added when the last ':' does not
+    come after the last '/'."""
+    assert image_locality.normalized_image_name(name) == want

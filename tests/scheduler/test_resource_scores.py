@@ -242,6 +242,28 @@ BALANCED = [
         (75, 75),
         id="one-resource",
     ),
+    # written from balancedResourceScore (not upstream cases): a fraction above 1 counts as 1. node1's cpu
+    # and node2's memory are overcommitted by bound pods: without the pod |1 - 4000/8000| / 2 = 0.25 -> 75,
+    # with it |1 - 6000/8000| / 2 = 0.125 -> 87; 50 + (50 + 87 - 75) / 2 = 81 on both
+    pytest.param(
+        [("node1", ({"cpu": "6000m", "memory": "4000"},)), ("node2", ({"cpu": "2000m", "memory": "12000"},))],
+        ({"cpu": "1000m", "memory": "2000"},),
+        ("4000m", "8000"),
+        ("4000m", "8000"),
+        (81, 81),
+        id="overcommitted-capped-at-one",
+    ),
+    # an allocatable of one unit still counts (only 0 is skipped): node1's 1m cpu taken whole, memory half:
+    # 50 + (50 + 75 - 100) / 2 = 62; node2's 1-byte memory taken whole (capped), cpu 1/4000:
+    # int((1 - 0.499875) * 100) = 50, 50 + (50 + 50 - 100) / 2 = 50
+    pytest.param(
+        [],
+        ({"cpu": "1m", "memory": "4000"},),
+        ("1m", "8000"),
+        ("4000m", "1"),
+        (62, 50),
+        id="allocatable-of-one-unit",
+    ),
 ]
 
 
