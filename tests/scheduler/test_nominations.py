@@ -197,3 +197,21 @@ def test_a_preemptor_waits_while_a_victim_elsewhere_still_terminates() -> None:
     store.finish_terminations(clock.now)
     bound = step(store, scheduler, clock)
     assert bound is not None and [(b.pod[1], b.node) for b in bound.bindings] == [("lone", nominated)]
+
+
+def test_a_gang_waiting_on_preemption_tells_untried_members_the_cycles_status() -> None:
+    """g1 fits nowhere, so the cycle stops with g2 and g3 untried: they get the group's status as the cycle
+    left it, copied before PodGroupPostFilter ran (completePodGroupAlgorithmResult); the group's own status
+    carries the preemption (applyPodGroupPostFilterResult), g1 its FitError."""
+    store, scheduler, clock = setup()
+    step(store, scheduler, clock)
+    cycle = "minCount (3) cannot be satisfied: 0 scheduled, 2 remaining"
+    assert (
+        group_message(store)
+        == f"{cycle}, pod group preemption: found a placement for podgroup, preempting 3 victims"
+    )
+    messages = {
+        name: next(c.message for c in pod(store, name).status.conditions if c.type == "PodScheduled")
+        for name in ("g1", "g2", "g3")
+    }
+    assert messages == {"g1": "0/1 nodes are available: 1 Insufficient cpu.", "g2": cycle, "g3": cycle}
