@@ -220,7 +220,8 @@ def _waits_with(mutate: Callable[[Any], None], wanted: str) -> Callable[[], None
 
 def _volumes() -> None:
     # an image volume counts for ImageLocality; a PersistentVolumeClaim is read by VolumeBinding (here: a
-    # claim that does not exist, upstream's PreFilter message); an inline CSI volume is refused
+    # claim that does not exist, upstream's PreFilter message); an rbd volume is refused (an inline CSI
+    # volume is read by no filter, as upstream)
     images = [node("a", images=[{"names": ["big:1"], "sizeBytes": 2_000_000_000}]), node("b")]
     with_volume = pod()
     _image_volume(with_volume.spec)
@@ -242,10 +243,10 @@ def _volumes() -> None:
         lambda s: setattr(s, "volumes", [core_v1.Volume(name="e", ephemeral=ephemeral)]),
         'waiting for ephemeral volume controller to create the persistentvolumeclaim "p-e"',
     )()
-    inline = core_v1.CSIVolumeSource(driver="csi.example.com")
+    rbd = core_v1.RBDVolumeSource(monitors=["m"], image="disk-1")
     _waits_with(
-        lambda s: setattr(s, "volumes", [core_v1.Volume(name="c", csi=inline)]),
-        "spec.volumes[0].csi is not supported by gangsched yet",
+        lambda s: setattr(s, "volumes", [core_v1.Volume(name="r", rbd=rbd)]),
+        "spec.volumes[0].rbd is not supported by gangsched yet",
     )()
 
 

@@ -38,6 +38,8 @@ _ALL = [
     # Volumes and devices, read before the pods that use them.
     KindInfo("StorageClass", "storage.k8s.io/v1", storage_v1.StorageClass, False),
     KindInfo("CSINode", "storage.k8s.io/v1", storage_v1.CSINode, False),
+    KindInfo("CSIDriver", "storage.k8s.io/v1", storage_v1.CSIDriver, False),
+    KindInfo("VolumeAttachment", "storage.k8s.io/v1", storage_v1.VolumeAttachment, False),
     KindInfo("PersistentVolume", "v1", core_v1.PersistentVolume, False),
     KindInfo("PersistentVolumeClaim", "v1", core_v1.PersistentVolumeClaim, True),
     KindInfo("DeviceClass", "resource.k8s.io/v1", resource_v1.DeviceClass, False),

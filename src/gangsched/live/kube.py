@@ -105,6 +105,8 @@ RESOURCES: dict[str, Resource] = {
         # Volumes and devices (the claims stage).
         Resource("StorageClass", STORAGE, "storageclasses", storage_v1.StorageClass, False),
         Resource("CSINode", STORAGE, "csinodes", storage_v1.CSINode, False),
+        Resource("CSIDriver", STORAGE, "csidrivers", storage_v1.CSIDriver, False),
+        Resource("VolumeAttachment", STORAGE, "volumeattachments", storage_v1.VolumeAttachment, False),
         Resource("PersistentVolume", "/api/v1", "persistentvolumes", core_v1.PersistentVolume, False),
         Resource(
             "PersistentVolumeClaim", "/api/v1", "persistentvolumeclaims", core_v1.PersistentVolumeClaim, True

@@ -64,6 +64,8 @@ INFORMER_KINDS = (
     # what the claims stage reads (templates are the resourceclaim controller's business, not ours)
     "StorageClass",
     "CSINode",
+    "CSIDriver",
+    "VolumeAttachment",
     "PersistentVolume",
     "PersistentVolumeClaim",
     "DeviceClass",

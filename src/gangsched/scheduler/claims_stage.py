@@ -42,7 +42,7 @@ from .plugins import volume_zone as zone
 from .plugins.node_affinity import term_matches
 from .podinfo import PodInfo, PodKey
 from .snapshot import Snapshot
-from .volumes import PodVolumes, Reservations, VolumeCatalog, pod_claim_names, pod_volumes
+from .volumes import STORAGE_KINDS, PodVolumes, Reservations, VolumeCatalog, pod_claim_names, pod_volumes
 
 __all__ = [
     "CLAIM_KINDS",
@@ -53,11 +53,9 @@ __all__ = [
     "PodClaimState",
 ]
 
+# The kinds the stage reads: the volume catalog's, then the device catalog's and claims.
 CLAIM_KINDS = (
-    "StorageClass",
-    "PersistentVolume",
-    "PersistentVolumeClaim",
-    "CSINode",
+    *STORAGE_KINDS,
     "DeviceClass",
     "ResourceSlice",
     "DeviceTaintRule",
@@ -128,7 +126,7 @@ class ClaimsStage:
     def on_change(self, kind: str, key: tuple[str, str], obj: Any, old: Any) -> None:
         """A stored object changed (`obj` is None on deletion)."""
         self._states.clear()
-        if kind in ("StorageClass", "PersistentVolume", "PersistentVolumeClaim", "CSINode"):
+        if kind in STORAGE_KINDS:
             self.volumes = VolumeCatalog(self.store)
             if kind == "PersistentVolume":
                 self.pv_nodes = binding.PVNodes(self.snap)
@@ -249,14 +247,21 @@ class ClaimsStage:
         if state.volumes.rwop and restrictions.conflict(self.snap, pi.key, state.volumes, self._users_of):
             return [(restrictions.NAME, [(remaining, restrictions.RWOP_CONFLICT)])]
         if state.attachable:
-            over = np.zeros(n, dtype=bool)
+            rejected: dict[str, BoolArray] = {}
             for node in np.flatnonzero(remaining):
-                caps = limits.limits(self.volumes, self.snap.node_names[node])
-                if caps and not limits.fits(state.attachable, self._attached_on(int(node)), caps):
-                    over[node] = True
-            if over.any():
-                out.append((limits.NAME, [(over, limits.REASON)]))
-                remaining &= ~over
+                name = self.snap.node_names[node]
+                reason = limits.missing_driver(self.volumes, state.attachable, name)
+                if reason is None:
+                    caps = limits.limits(self.volumes, name)
+                    held = limits.attached_by_volume_attachments(self.volumes, name) if caps else {}
+                    if caps and not limits.fits(state.attachable, self._attached_on(int(node)), caps, held):
+                        reason = limits.REASON
+                if reason is not None:
+                    rejected.setdefault(reason, np.zeros(n, dtype=bool))[node] = True
+            if rejected:
+                out.append((limits.NAME, [(mask, reason) for reason, mask in rejected.items()]))
+                for mask in rejected.values():
+                    remaining &= ~mask
         if state.volumes.delay:
             ok = binding.unbound_ok(
                 self.snap, self.pv_nodes, self.volumes, self.reservations, state.volumes, remaining

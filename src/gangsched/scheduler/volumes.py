@@ -26,6 +26,7 @@ __all__ = [
     "ANN_BOUND_BY_CONTROLLER",
     "ANN_SELECTED_NODE",
     "NO_PROVISIONER",
+    "STORAGE_KINDS",
     "PodVolumes",
     "Reservations",
     "VolumeBinding",
@@ -41,7 +42,14 @@ ANN_SELECTED_NODE = "volume.kubernetes.io/selected-node"
 NO_PROVISIONER = "kubernetes.io/no-provisioner"
 UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 EPHEMERAL_NOT_CREATED = "waiting for ephemeral volume controller to create the persistentvolumeclaim"
-STORAGE_KINDS = ("StorageClass", "PersistentVolume", "PersistentVolumeClaim", "CSINode")
+STORAGE_KINDS = (
+    "StorageClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "CSINode",
+    "CSIDriver",
+    "VolumeAttachment",
+)
 
 ClaimKey = tuple[str, str]
 
@@ -93,6 +101,13 @@ class VolumeCatalog:
             (c.metadata.namespace or "", c.metadata.name): c for c in store.list("PersistentVolumeClaim")
         }
         self.csi_nodes: dict[str, Any] = {c.metadata.name: c for c in store.list("CSINode")}
+        self.csi_drivers: dict[str, Any] = {
+            d.metadata.name: d.spec for d in store.list("CSIDriver") if d.spec is not None
+        }
+        self.attachments: dict[str, list[Any]] = {}  # node name -> VolumeAttachments to it
+        for va in store.list("VolumeAttachment"):
+            if va.spec is not None and va.spec.nodeName:
+                self.attachments.setdefault(va.spec.nodeName, []).append(va)
         # PVs by class, smallest first: FindMatchingVolume keeps the smallest that fits.
         self.pvs_by_class: dict[str, list[Any]] = {}
         for pv in sorted(self.pvs.values(), key=lambda pv: (_storage(pv.spec.capacity), pv.metadata.name)):

@@ -1,8 +1,12 @@
 """NodeVolumeLimits (CSI): a node's CSINode caps the volumes each CSI driver may attach there
 (`drivers[].allocatable.count`; pkg/scheduler/framework/plugins/nodevolumelimits/csi.go). A volume counts
 once per node however many pods use it: `driver/volumeHandle` for a bound CSI PV, and for a claim still to
-be provisioned its class's provisioner with a handle made from the claim. Unschedulable (preemption may
-free attachments)."""
+be provisioned its class's provisioner with a handle made from the claim. Volumes attached by a
+VolumeAttachment to the node (attacher and its PV's CSI handle) count too, unless a pod there uses them.
+Inline `csi` volumes are not counted (upstream counts inline volumes only when they are in-tree ones CSI
+migration translates). With VolumeLimitScaling (beta, on in v1.37), a node whose CSINode lacks a driver of
+the pod's volumes whose CSIDriver says `preventPodSchedulingIfMissing: true` is rejected first, with
+`<driver> CSI driver is not installed on the node`. Unschedulable (preemption may free attachments)."""
 
 from __future__ import annotations
 
@@ -35,24 +39,61 @@ def attachable(catalog: VolumeCatalog, pod: Any) -> dict[str, str]:
     return out
 
 
-def limits(catalog: VolumeCatalog, node_name: str) -> dict[str, int]:
+def missing_driver(catalog: VolumeCatalog, new: dict[str, str], node_name: str) -> str | None:
+    """The reason when a driver of the pod's volumes must be installed on the node and is not (Filter's
+    checkCSIDriverOnNode; a driver without a CSIDriver object, or one not opting in, never rejects)."""
+    installed = {d.name for d in _drivers(catalog, node_name)}
+    for driver in sorted(set(new.values())):  # upstream walks a Go map: the first it meets
+        spec = catalog.csi_drivers.get(driver)
+        if spec is not None and spec.preventPodSchedulingIfMissing and driver not in installed:
+            return f"{driver} CSI driver is not installed on the node"
+    return None
+
+
+def attached_by_volume_attachments(catalog: VolumeCatalog, node_name: str) -> dict[str, str]:
+    """getNodeVolumeAttachmentInfo: `attacher/volumeHandle` -> attacher for each VolumeAttachment to the
+    node that names an attacher and a CSI PV."""
+    out: dict[str, str] = {}
+    for va in catalog.attachments.get(node_name, ()):
+        source = va.spec.source
+        pv = catalog.pvs.get(source.persistentVolumeName) if source and source.persistentVolumeName else None
+        if va.spec.attacher and pv is not None and pv.spec.csi is not None:
+            out[f"{va.spec.attacher}/{pv.spec.csi.volumeHandle}"] = va.spec.attacher
+    return out
+
+
+def _drivers(catalog: VolumeCatalog, node_name: str) -> list[Any]:
+    """The drivers the node's CSINode lists (none without a CSINode)."""
     csi_node = catalog.csi_nodes.get(node_name)
-    drivers = (csi_node.spec.drivers if csi_node is not None and csi_node.spec else None) or []
+    return list((csi_node.spec.drivers if csi_node is not None and csi_node.spec else None) or [])
+
+
+def limits(catalog: VolumeCatalog, node_name: str) -> dict[str, int]:
     return {
         d.name: int(d.allocatable.count)
-        for d in drivers
+        for d in _drivers(catalog, node_name)
         if d.allocatable is not None and d.allocatable.count is not None
     }
 
 
-def fits(new: dict[str, str], attached: Iterable[dict[str, str]], caps: dict[str, int]) -> bool:
-    """Whether the pod's new volumes stay within the node's per-driver limits."""
+def fits(
+    new: dict[str, str],
+    attached: Iterable[dict[str, str]],
+    caps: dict[str, int],
+    by_attachments: dict[str, str] | None = None,
+) -> bool:
+    """Whether the pod's new volumes stay within the node's per-driver limits: the volumes of the pods on
+    the node, plus those VolumeAttachments hold that no such pod uses, plus the pod's volumes no pod there
+    uses yet (a volume only a VolumeAttachment holds counts as new as well, as upstream counts it)."""
     on_node: dict[str, str] = {}
     for volumes in attached:
         on_node.update(volumes)
     count: dict[str, int] = {}
     for driver in on_node.values():
         count[driver] = count.get(driver, 0) + 1
+    for unique, driver in (by_attachments or {}).items():
+        if unique not in on_node:
+            count[driver] = count.get(driver, 0) + 1
     adding: dict[str, int] = {}
     for unique, driver in new.items():
         if unique not in on_node:

@@ -2,9 +2,11 @@
 refused, never placed as if the field were absent (issue 10: "nothing silently ignored").
 
 The refusal acts as a PreFilter rejecting the pod, so it waits with upstream's PreFilter rendering,
-`0/N nodes are available: spec.volumes[0].csi is not supported by gangsched yet.` PersistentVolumeClaim and
-generic ephemeral volumes and resourceClaims are evaluated by the claims stage (claims_stage.py). What
-remains: inline CSI volumes (NodeVolumeLimits counts them) and the in-tree disks VolumeRestrictions compares.
+`0/N nodes are available: spec.volumes[0].rbd is not supported by gangsched yet.` PersistentVolumeClaim and
+generic ephemeral volumes and resourceClaims are evaluated by the claims stage (claims_stage.py); inline
+`csi` volumes are read by no filter upstream (NodeVolumeLimits counts inline volumes only when CSI migration
+translates them). What remains: the in-tree disks VolumeRestrictions compares and NodeVolumeLimits counts
+once migrated to CSI.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from typing import Any
 NAME = "Unsupported"
 # Volume sources the volume plugins read that gangsched does not evaluate yet.
 VOLUME_SOURCES = (
-    "csi",
     "gcePersistentDisk",
     "awsElasticBlockStore",
     "iscsi",
