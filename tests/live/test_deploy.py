@@ -426,8 +426,8 @@ BREAKS: dict[str, tuple[str, Callable[[Probe], None]]] = {
         ("the PodDisruptionBudget informer cannot list: never ready", broken_informer("PodDisruptionBudget")),
     "ClusterRole: core persistentvolumes,persistentvolumeclaims list,watch":
         ("the PersistentVolume informer cannot list: never ready", broken_informer("PersistentVolume")),
-    "ClusterRole: storage.k8s.io storageclasses,csinodes,csidrivers,volumeattachments list,watch":
-        ("the StorageClass informer cannot list: never ready", broken_informer("StorageClass")),
+    "ClusterRole: storage.k8s.io storageclasses,csinodes,csidrivers,csistoragecapacities,volumeattachments "
+    "list,watch": ("the StorageClass informer cannot list: never ready", broken_informer("StorageClass")),
     "ClusterRole: resource.k8s.io deviceclasses,resourceslices,devicetaintrules,resourceclaims list,watch":
         ("the DeviceClass informer cannot list: never ready", broken_informer("DeviceClass")),
     "ClusterRole: core services,replicationcontrollers list,watch":

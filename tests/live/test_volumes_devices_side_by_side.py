@@ -17,7 +17,7 @@ from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import PersistentVolume, PersistentVolumeClaim, Pod
 from lightkube.resources.resource_v1 import DeviceTaintRule, ResourceClaim, ResourceSlice
 from lightkube.resources.scheduling_v1 import PriorityClass
-from lightkube.resources.storage_v1 import CSINode
+from lightkube.resources.storage_v1 import CSIDriver, CSINode, VolumeAttachment
 from lightkube.types import PatchType
 
 from .paired import SCHEDULERS, TIMEOUT, create, outcome, paired_sides, pod, settle
@@ -540,6 +540,54 @@ def test_csi_attach_limits(
         for node in names:
             with contextlib.suppress(ApiError):
                 kube_client.delete(CSINode, node)
+
+
+def test_csi_driver_required_and_volume_attachments(kube_client: Client, sides: dict[str, str]) -> None:
+    """NodeVolumeLimits in v1.37: the CSIDriver says `preventPodSchedulingIfMissing: true`
+    (VolumeLimitScaling, on) and only n1's CSINode lists it, with room for one volume, which a
+    VolumeAttachment already holds for a PV no pod uses. p (claim r-1) fits on neither node, with the same
+    message from both schedulers; once the VolumeAttachment is deleted both bind p to n1."""
+    driver = "required.csi.gangsched.test"
+    create(kube_client, {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": driver},
+                         "spec": {"preventPodSchedulingIfMissing": True}})  # fmt: skip
+    nodes = [f"{ns}-n1" for ns in sides.values()]
+
+    def required_pv(name: str) -> dict[str, Any]:
+        pv = _static_pv(name)
+        pv["spec"]["csi"]["driver"] = driver
+        return pv
+
+    try:
+        for node in nodes:
+            entry = {"name": driver, "nodeID": node, "allocatable": {"count": 1}}
+            csi_node = {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": node}}
+            create(kube_client, {**csi_node, "spec": {"drivers": [entry]}})
+        _bound_claims(kube_client, sides, {"r-1": lambda ns: required_pv(f"{ns}-r-1")})
+        for side, ns in sides.items():
+            create(kube_client, required_pv(f"{ns}-held"))
+            source = {"persistentVolumeName": f"{ns}-held"}
+            spec = {"attacher": driver, "nodeName": f"{ns}-n1", "source": source}
+            attachment = {"apiVersion": "storage.k8s.io/v1", "kind": "VolumeAttachment"}
+            create(kube_client, {**attachment, "metadata": {"name": f"{ns}-held"}, "spec": spec})
+            create(kube_client, _using(ns, "p", side, "r-1"))
+        outcomes = settle(kube_client, sides, ["p"], lambda o: o["p"].startswith("Unschedulable"))
+        for side, got in outcomes.items():
+            assert "1 node(s) exceed max volume count" in got["p"], (side, got)
+            assert f"1 {driver} CSI driver is not installed on the node" in got["p"], (side, got)
+        assert outcomes["kube"] == outcomes["gangsched"]
+        for ns in sides.values():
+            kube_client.delete(VolumeAttachment, f"{ns}-held")
+        outcomes = settle(kube_client, sides, ["p"], lambda o: o["p"] in ("n1", "n2"))
+        assert outcomes == {side: {"p": "n1"} for side in sides}
+    finally:
+        for ns in sides.values():
+            with contextlib.suppress(ApiError):
+                kube_client.delete(VolumeAttachment, f"{ns}-held")
+        for node in nodes:
+            with contextlib.suppress(ApiError):
+                kube_client.delete(CSINode, node)
+        with contextlib.suppress(ApiError):
+            kube_client.delete(CSIDriver, driver)
 
 
 def _priority_class(client: Client, ns: str) -> None:

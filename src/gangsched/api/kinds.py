@@ -39,6 +39,7 @@ _ALL = [
     KindInfo("StorageClass", "storage.k8s.io/v1", storage_v1.StorageClass, False),
     KindInfo("CSINode", "storage.k8s.io/v1", storage_v1.CSINode, False),
     KindInfo("CSIDriver", "storage.k8s.io/v1", storage_v1.CSIDriver, False),
+    KindInfo("CSIStorageCapacity", "storage.k8s.io/v1", storage_v1.CSIStorageCapacity, True),
     KindInfo("VolumeAttachment", "storage.k8s.io/v1", storage_v1.VolumeAttachment, False),
     KindInfo("PersistentVolume", "v1", core_v1.PersistentVolume, False),
     KindInfo("PersistentVolumeClaim", "v1", core_v1.PersistentVolumeClaim, True),

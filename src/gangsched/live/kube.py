@@ -106,6 +106,7 @@ RESOURCES: dict[str, Resource] = {
         Resource("StorageClass", STORAGE, "storageclasses", storage_v1.StorageClass, False),
         Resource("CSINode", STORAGE, "csinodes", storage_v1.CSINode, False),
         Resource("CSIDriver", STORAGE, "csidrivers", storage_v1.CSIDriver, False),
+        Resource("CSIStorageCapacity", STORAGE, "csistoragecapacities", storage_v1.CSIStorageCapacity, True),
         Resource("VolumeAttachment", STORAGE, "volumeattachments", storage_v1.VolumeAttachment, False),
         Resource("PersistentVolume", "/api/v1", "persistentvolumes", core_v1.PersistentVolume, False),
         Resource(

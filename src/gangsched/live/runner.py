@@ -65,6 +65,7 @@ INFORMER_KINDS = (
     "StorageClass",
     "CSINode",
     "CSIDriver",
+    "CSIStorageCapacity",
     "VolumeAttachment",
     "PersistentVolume",
     "PersistentVolumeClaim",

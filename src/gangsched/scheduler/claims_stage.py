@@ -263,13 +263,13 @@ class ClaimsStage:
                 for mask in rejected.values():
                     remaining &= ~mask
         if state.volumes.delay:
-            ok = binding.unbound_ok(
+            unbound = binding.unbound_rejections(
                 self.snap, self.pv_nodes, self.volumes, self.reservations, state.volumes, remaining
             )
-            bad = remaining & ~ok
-            if bad.any():
-                out.append((binding.NAME, [(bad, binding.BIND_CONFLICT)]))
-                remaining &= ok
+            if unbound:
+                out.append((binding.NAME, unbound))
+                for mask, _ in unbound:
+                    remaining &= ~mask
         if state.claims.uses:
             rejections = self._devices_filter(state, remaining, pi.key)
             if rejections:
@@ -391,7 +391,7 @@ class ClaimsStage:
         state = self.prefilter(pi)
         undo: list[Callable[[], None]] = []
         if state.volumes.delay:
-            chosen = binding.choose(
+            chosen, _ = binding.choose(
                 self.snap, self.pv_nodes, self.volumes, self.reservations, state.volumes, node
             )
             undo.append(self.reservations.assume(pi.key, chosen or []))

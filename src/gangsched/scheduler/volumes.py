@@ -48,6 +48,7 @@ STORAGE_KINDS = (
     "PersistentVolumeClaim",
     "CSINode",
     "CSIDriver",
+    "CSIStorageCapacity",
     "VolumeAttachment",
 )
 
@@ -104,6 +105,7 @@ class VolumeCatalog:
         self.csi_drivers: dict[str, Any] = {
             d.metadata.name: d.spec for d in store.list("CSIDriver") if d.spec is not None
         }
+        self.capacities: list[Any] = list(store.list("CSIStorageCapacity"))
         self.attachments: dict[str, list[Any]] = {}  # node name -> VolumeAttachments to it
         for va in store.list("VolumeAttachment"):
             if va.spec is not None and va.spec.nodeName:

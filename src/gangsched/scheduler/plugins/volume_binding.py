@@ -10,7 +10,11 @@
   claim's access modes and label selector, not assumed for another claim, whose node affinity matches the
   node (`FindMatchingVolume`; a PV pre-bound to the claim by its claimRef is taken before any other);
   failing that, dynamic provisioning: a class with a provisioner other than `kubernetes.io/no-provisioner`
-  whose allowedTopologies match the node (`checkVolumeProvisions`).
+  whose allowedTopologies match the node (`checkVolumeProvisions`), and, when the provisioner's CSIDriver
+  sets `storageCapacity: true`, a CSIStorageCapacity of the claim's class whose nodeTopology selects the
+  node with `maximumVolumeSize` (else `capacity`) at least the claim's request (`hasEnoughCapacity`; else
+  `node(s) did not have enough free storage`). Claims with a selected node are checked first, then the
+  claims no PV matched; the first that fails gives the reason.
 
 All rejections are UnschedulableAndUnresolvable: preemption cannot help. A PV without a status counts as
 Available (what the PV controller makes of it), since input files rarely carry one.
@@ -21,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from lightkube.models import core_v1
 
 from ...api.quantity import QuantityError, milli
 from ..labelselector import compile_selector
@@ -40,6 +45,7 @@ NAME = "VolumeBinding"
 NODE_CONFLICT = "node(s) didn't match PersistentVolume's node affinity"
 BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
 PV_NOT_EXIST = "node(s) unavailable due to one or more pvc(s) bound to non-existent pv(s)"
+NOT_ENOUGH_SPACE = "node(s) did not have enough free storage"
 
 
 class PVNodes:
@@ -147,6 +153,53 @@ def provisionable(snap: Snapshot, catalog: VolumeCatalog, pvc: Any) -> BoolArray
     return ok
 
 
+def enough_space(snap: Snapshot, catalog: VolumeCatalog, pvc: Any) -> BoolArray:
+    """hasEnoughCapacity: every node when the claim requests no storage or its provisioner's CSIDriver does
+    not opt into capacity checks; else the nodes some CSIStorageCapacity of the claim's class with room for
+    the request (in whole bytes) selects (a capacity without nodeTopology selects none)."""
+    n = len(snap)
+    sc = catalog.classes.get(pvc.spec.storageClassName or "")
+    requests = (pvc.spec.resources.requests if pvc.spec.resources is not None else None) or {}
+    driver = catalog.csi_drivers.get(sc.provisioner) if sc is not None else None
+    if sc is None or "storage" not in requests or driver is None or not driver.storageCapacity:
+        return np.ones(n, dtype=bool)
+    size = -(-_quantity(requests["storage"]) // 1000)  # Quantity.Value(): rounded up to whole bytes
+    ok = np.zeros(n, dtype=bool)
+    for capacity in catalog.capacities:
+        limit = capacity.maximumVolumeSize if capacity.maximumVolumeSize is not None else capacity.capacity
+        if capacity.storageClassName != sc.metadata.name or limit is None or capacity.nodeTopology is None:
+            continue
+        if -(-_quantity(limit) // 1000) >= size:
+            ok |= _selected(snap, capacity.nodeTopology)
+    return ok
+
+
+def _selected(snap: Snapshot, selector: Any) -> BoolArray:
+    """The nodes whose labels a metav1.LabelSelector matches (the empty selector: every node)."""
+    exprs = [
+        core_v1.NodeSelectorRequirement(key=k, operator="In", values=[v])
+        for k, v in (selector.matchLabels or {}).items()
+    ]
+    exprs += [
+        core_v1.NodeSelectorRequirement(key=e.key, operator=e.operator, values=e.values)
+        for e in selector.matchExpressions or []
+    ]
+    if not exprs:
+        return np.ones(len(snap), dtype=bool)
+    return term_matches(snap, core_v1.NodeSelectorTerm(matchExpressions=exprs))
+
+
+def _provision_reason(snap: Snapshot, catalog: VolumeCatalog, claims: list[Any], node: int) -> str | None:
+    """checkVolumeProvisions on one node: the first claim its class cannot provision there, or that lacks
+    storage capacity there, gives the reason."""
+    for pvc in claims:
+        if not provisionable(snap, catalog, pvc)[node]:
+            return BIND_CONFLICT
+        if not enough_space(snap, catalog, pvc)[node]:
+            return NOT_ENOUGH_SPACE
+    return None
+
+
 def choose(
     snap: Snapshot,
     pv_nodes: PVNodes,
@@ -154,20 +207,23 @@ def choose(
     reservations: Reservations,
     volumes: PodVolumes,
     node: int,
-) -> list[VolumeBinding] | None:
-    """The bindings for the pod's unbound claims on `node` (findMatchingVolumes then checkVolumeProvisions),
-    or None when they cannot all be satisfied there."""
+) -> tuple[list[VolumeBinding] | None, str | None]:
+    """(bindings, None) for the pod's unbound claims on `node` (findMatchingVolumes then
+    checkVolumeProvisions), or (None, the reason) when they cannot all be satisfied there (FindPodVolumes)."""
     node_name = snap.node_names[node]
     chosen: set[str] = set()
     out: list[VolumeBinding] = []
-    for pvc in volumes.delay:
-        key = (pvc.metadata.namespace or "", pvc.metadata.name)
+    to_provision = []
+    for pvc in volumes.delay:  # claims whose provisioning began on a node: only that node will do
         selected = (pvc.metadata.annotations or {}).get(ANN_SELECTED_NODE)
-        if selected is not None:  # provisioning already began on that node: it must still be allowed there
-            if selected != node_name or not provisionable(snap, catalog, pvc)[node]:
-                return None
-            out.append(VolumeBinding(key, None, node_name))
+        if selected is not None and selected != node_name:
+            return None, BIND_CONFLICT
+        if selected is not None:
+            to_provision.append(pvc)
+    for pvc in volumes.delay:  # findMatchingVolumes, smallest claim first
+        if (pvc.metadata.annotations or {}).get(ANN_SELECTED_NODE) is not None:
             continue
+        key = (pvc.metadata.namespace or "", pvc.metadata.name)
         pv = next(
             (
                 pv
@@ -179,38 +235,54 @@ def choose(
         if pv is not None:
             chosen.add(pv.metadata.name)
             out.append(VolumeBinding(key, pv.metadata.name, node_name))
-        elif provisionable(snap, catalog, pvc)[node]:
-            out.append(VolumeBinding(key, None, node_name))
         else:
-            return None
-    return out
+            to_provision.append(pvc)
+    reason = _provision_reason(snap, catalog, to_provision, node)
+    if reason is not None:
+        return None, reason
+    out += [
+        VolumeBinding((p.metadata.namespace or "", p.metadata.name), None, node_name) for p in to_provision
+    ]
+    return out, None
 
 
-def unbound_ok(
+def unbound_rejections(
     snap: Snapshot,
     pv_nodes: PVNodes,
     catalog: VolumeCatalog,
     reservations: Reservations,
     volumes: PodVolumes,
     nodes: BoolArray,
-) -> BoolArray:
-    """Among `nodes`, those where every unbound claim can be bound or provisioned. One claim is decided for
-    all nodes at once; several claims (which must not share a PV) node by node."""
+) -> Rejections:
+    """Among `nodes`, those where the unbound claims cannot all be bound or provisioned, by reason. One
+    claim is decided for all nodes at once; several claims (which must not share a PV) node by node."""
+    n = len(snap)
     if not volumes.delay:
-        return nodes.copy()
+        return []
     if len(volumes.delay) == 1:
         (pvc,) = volumes.delay
+        can = provisionable(snap, catalog, pvc)
         selected = (pvc.metadata.annotations or {}).get(ANN_SELECTED_NODE)
         if selected is not None:
-            ok = np.zeros(len(snap), dtype=bool)
+            here = np.zeros(n, dtype=bool)
             if selected in snap.index:
-                ok[snap.index[selected]] = True
-            return nodes & ok & provisionable(snap, catalog, pvc)
-        ok = provisionable(snap, catalog, pvc).copy()
-        for pv in candidate_pvs(catalog, reservations, pvc):
-            ok |= pv_nodes.of(pv)
-        return nodes & ok
-    ok = np.zeros(len(snap), dtype=bool)
+                here[snap.index[selected]] = True
+            can = can & here
+            by_pv = np.zeros(n, dtype=bool)
+        else:
+            by_pv = np.zeros(n, dtype=bool)
+            for pv in candidate_pvs(catalog, reservations, pvc):
+                by_pv |= pv_nodes.of(pv)
+        short = nodes & ~by_pv & can & ~enough_space(snap, catalog, pvc)
+        conflict = nodes & ~by_pv & ~can
+        return [
+            (mask, reason)
+            for mask, reason in ((conflict, BIND_CONFLICT), (short, NOT_ENOUGH_SPACE))
+            if mask.any()
+        ]
+    masks: dict[str, BoolArray] = {}
     for node in np.flatnonzero(nodes):
-        ok[node] = choose(snap, pv_nodes, catalog, reservations, volumes, int(node)) is not None
-    return ok
+        reason = choose(snap, pv_nodes, catalog, reservations, volumes, int(node))[1]
+        if reason is not None:
+            masks.setdefault(reason, np.zeros(n, dtype=bool))[node] = True
+    return [(mask, reason) for reason, mask in masks.items()]
