@@ -198,6 +198,42 @@ def test_pod_waits_for_its_claim_to_be_provisioned(kube_client: Client, sides: d
         time.sleep(0.5)
 
 
+def test_provisioning_goes_where_storage_capacity_is(kube_client: Client, sides: dict[str, str]) -> None:
+    """VolumeBinding's capacity check: the class's provisioner has a CSIDriver with `storageCapacity: true`
+    and only n2 has a CSIStorageCapacity with room for the claim (n1's is too small), although a filler
+    makes n2 the node LeastAllocated would not pick. Both schedulers select n2 for provisioning (the claim's
+    selected-node annotation), the provisioner never runs, so neither binds the pod."""
+    driver = "capacity.csi.gangsched.test"
+    storage_class = "gangsched-test-capacity"
+    create(kube_client, _storage_class(storage_class, driver))
+    create(kube_client, {"apiVersion": "storage.k8s.io/v1", "kind": "CSIDriver", "metadata": {"name": driver},
+                         "spec": {"storageCapacity": True}})  # fmt: skip
+    _filler(kube_client, sides, "n2")
+    for side, ns in sides.items():
+        for node, size in (("n1", "512Mi"), ("n2", "10Gi")):
+            topology = {"matchLabels": {HOSTNAME: f"{ns}-{node}"}}
+            capacity = {"apiVersion": "storage.k8s.io/v1", "kind": "CSIStorageCapacity"}
+            meta = {"name": f"{node}-capacity", "namespace": ns}
+            create(kube_client, {**capacity, "metadata": meta, "storageClassName": storage_class,
+                                 "nodeTopology": topology, "capacity": size})  # fmt: skip
+        create(kube_client, _claim(ns, "data", storage_class))
+        volume = {"name": "d", "persistentVolumeClaim": {"claimName": "data"}}
+        create(kube_client, pod(ns, "p", SCHEDULERS[side], volumes=[volume]))
+
+    def selected(ns: str) -> str | None:
+        claim = kube_client.get(PersistentVolumeClaim, "data", namespace=ns)
+        node: str | None = (claim.metadata.annotations or {}).get("volume.kubernetes.io/selected-node")
+        return node
+
+    try:
+        for side, ns in sides.items():
+            node = _wait(f"{side}: the claim's selected node", lambda ns=ns: selected(ns))
+            assert node == f"{ns}-n2", side
+    finally:
+        with contextlib.suppress(ApiError):
+            kube_client.delete(CSIDriver, driver)
+
+
 def _pending_message(client: Client, ns: str, pods: list[str]) -> str | None:
     for name in pods:
         pod = client.get(Pod, name, namespace=ns)
