@@ -59,7 +59,8 @@ def replay(
     ends: list[tuple[float, str]] = []
     for _ in range(10_000):
         if later is not None and arrivals is not None and now >= arrivals[0]:
-            store.add_all([o for kind in ("PodGroup", "Pod") for o in later.list(kind)])
+            kinds = ("Workload", "CompositePodGroup", "PodGroup", "Pod")
+            store.add_all([o for kind in kinds for o in later.list(kind)])
             later = None
         while (decision := scheduler.schedule_one(now)) is not None:
             store.apply(decision)
@@ -179,6 +180,60 @@ def test_no_preemption_that_would_delay_a_reservation() -> None:
     )
     starts, scheduler = replay(objects, Profile(), true, (50.0, urgent))
     assert [e.pod[1] for e in scheduler.store.evictions] in (["x"], ["y"])
+
+
+def test_no_tree_preemption_that_would_delay_a_reservation() -> None:
+    """The same story with a CompositePodGroup tree t (priority 100; one gang of 1 x 4 GPUs, 2000 s) as the
+    urgent arrival: a tree root preempts as a PodGroup does, and backfill drops the preemption the same way
+    (its pod's message says why); under gang the tree evicts at once."""
+    objects = [
+        node("n1"),
+        node("n2"),
+        pod("x", 4, on="n1", duration="1000"),
+        pod("y", 4, on="n2", duration="100"),
+        *gang("g", 2, 4, duration="500", priority=100, preempts=False),
+    ]
+    one = {"gang": {"minGroupCount": 1}}
+    templates = [
+        {
+            "name": "t",
+            "schedulingPolicy": one,
+            "podGroupTemplates": [{"name": "t-pg", "schedulingPolicy": {"gang": {"minCount": 1}}}],
+        }
+    ]
+    workload = {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "Workload",
+        "metadata": {"name": "w"},
+        "spec": {"compositePodGroupTemplates": templates},
+    }
+    tree = {
+        "apiVersion": "scheduling.k8s.io/v1alpha3",
+        "kind": "CompositePodGroup",
+        "metadata": {"name": "t", "annotations": {"gangsched.io/expected-duration": "2000"}},
+        "spec": {
+            "schedulingPolicy": one,
+            "priority": 100,
+            "workloadRef": {"workloadName": "w", "templateName": "t"},
+        },
+    }
+    child, member = gang("t-pg", 1, 4, priority=100)
+    child["spec"]["parentCompositePodGroupName"] = "t"
+    child["spec"]["workloadRef"] = {"workloadName": "w", "templateName": "t-pg"}
+    urgent = [workload, tree, child, member]
+    true = {"x": 1000.0, "y": 100.0, "g-0": 500.0, "g-1": 500.0, "t-pg-0": 2000.0}
+    starts, scheduler = replay(objects, BACKFILL, true, (50.0, urgent))
+    assert scheduler.store.evictions == []
+    assert (starts["g-0"], starts["t-pg-0"]) == (1000.0, 1500.0)
+    events = [e.message for e in scheduler.store.events if e.object == "Pod default/t-pg-0"]
+    assert any(m.endswith("backfill: preemption would delay the reservation of default/g") for m in events), (
+        events
+    )
+    starts, scheduler = replay(objects, Profile(), true, (50.0, urgent))
+    assert [(e.pod[1], e.preemptor) for e in scheduler.store.evictions] in (
+        [("x", "default/t")],
+        [("y", "default/t")],
+    )
 
 
 @pytest.mark.parametrize(

@@ -867,12 +867,13 @@ class Scheduler:
     ) -> PostFilterResult | None:
         """PostFilter for a root whose cycle ended Unschedulable (None for any other outcome); under
         backfill a preemption that would delay a reservation is dropped (nothing evicted, nominations as
-        they were)."""
+        they were), one that needs no victim too: its dry run, on every node, may nominate the root where
+        its own cycle may not go, and the room the nomination holds would keep the reserved root out."""
         if result.code != Code.UNSCHEDULABLE:
             return None
         post = self._post_filter(root.key, group, pods, result, rerun)
         if (
-            post.decision.evictions
+            (post.decision.evictions or any(n.node for n in post.decision.nominations))
             and self.backfill is not None
             and self._unless_delaying(root, post.decision, result, now) is None
         ):
