@@ -157,11 +157,12 @@ def test_aging_lets_the_starved_pod_overtake() -> None:
     }
 
 
-def test_no_preemption_that_would_delay_a_reservation() -> None:
+def _behind_a_reservation(urgent: list[dict[str, Any]], name: str) -> list[Any]:
     """n1 runs x (4 GPUs, 1000 s), n2 runs y (4 GPUs, 100 s); gang g (2 x 4 GPUs, 500 s, priority 100, never
-    preempts) is reserved from 1000. At 50 a priority-100 pod p (4 GPUs, 2000 s) arrives, behind g: under gang
-    it evicts a priority-0 victim at once; under gang-backfill it would hold a node past 1000, so nothing is
-    evicted, and when y ends at 100 p may not take n2 either: g starts at 1000 and p when g ends (1500)."""
+    preempts) is reserved from 1000. At 50 `urgent` arrives (priority 100, one pod `name` of 4 GPUs, 2000 s),
+    behind g: under gang-backfill its preemption would hold a node past 1000, so nothing is evicted (its pod
+    is told why), and when y ends at 100 it may not take n2 either: g starts at 1000 and it when g ends
+    (1500). Returns the evictions under gang, where it preempts at once."""
     objects = [
         node("n1"),
         node("n2"),
@@ -169,30 +170,27 @@ def test_no_preemption_that_would_delay_a_reservation() -> None:
         pod("y", 4, on="n2", duration="100"),
         *gang("g", 2, 4, duration="500", priority=100, preempts=False),
     ]
-    urgent = [pod("p", 4, duration="2000", priority=100)]
-    true = {"x": 1000.0, "y": 100.0, "g-0": 500.0, "g-1": 500.0, "p": 2000.0}
+    true = {"x": 1000.0, "y": 100.0, "g-0": 500.0, "g-1": 500.0, name: 2000.0}
     starts, scheduler = replay(objects, BACKFILL, true, (50.0, urgent))
     assert scheduler.store.evictions == []
-    assert (starts["g-0"], starts["p"]) == (1000.0, 1500.0)
-    events = [e.message for e in scheduler.store.events if e.object == "Pod default/p"]
+    assert (starts["g-0"], starts[name]) == (1000.0, 1500.0)
+    events = [e.message for e in scheduler.store.events if e.object == f"Pod default/{name}"]
     assert any(m.endswith("backfill: preemption would delay the reservation of default/g") for m in events), (
         events
     )
-    starts, scheduler = replay(objects, Profile(), true, (50.0, urgent))
-    assert [e.pod[1] for e in scheduler.store.evictions] in (["x"], ["y"])
+    return list(replay(objects, Profile(), true, (50.0, urgent))[1].store.evictions)
+
+
+def test_no_preemption_that_would_delay_a_reservation() -> None:
+    """A lone pod p as the urgent arrival (see _behind_a_reservation)."""
+    evictions = _behind_a_reservation([pod("p", 4, duration="2000", priority=100)], "p")
+    assert [e.pod[1] for e in evictions] in (["x"], ["y"])
 
 
 def test_no_tree_preemption_that_would_delay_a_reservation() -> None:
-    """The same story with a CompositePodGroup tree t (priority 100; one gang of 1 x 4 GPUs, 2000 s) as the
-    urgent arrival: a tree root preempts as a PodGroup does, and backfill drops the preemption the same way
-    (its pod's message says why); under gang the tree evicts at once."""
-    objects = [
-        node("n1"),
-        node("n2"),
-        pod("x", 4, on="n1", duration="1000"),
-        pod("y", 4, on="n2", duration="100"),
-        *gang("g", 2, 4, duration="500", priority=100, preempts=False),
-    ]
+    """A CompositePodGroup tree t (one gang of one pod) as the urgent arrival: a tree root preempts as a
+    PodGroup does, and backfill drops its preemption the same way, a preemption that needs no victim
+    included (y gone, its dry run finds n2 free and would nominate it there, holding g's room)."""
     one = {"gang": {"minGroupCount": 1}}
     templates = [
         {
@@ -221,19 +219,8 @@ def test_no_tree_preemption_that_would_delay_a_reservation() -> None:
     child["spec"]["parentCompositePodGroupName"] = "t"
     child["spec"]["workloadRef"] = {"workloadName": "w", "templateName": "t-pg"}
     urgent = [workload, tree, child, member]
-    true = {"x": 1000.0, "y": 100.0, "g-0": 500.0, "g-1": 500.0, "t-pg-0": 2000.0}
-    starts, scheduler = replay(objects, BACKFILL, true, (50.0, urgent))
-    assert scheduler.store.evictions == []
-    assert (starts["g-0"], starts["t-pg-0"]) == (1000.0, 1500.0)
-    events = [e.message for e in scheduler.store.events if e.object == "Pod default/t-pg-0"]
-    assert any(m.endswith("backfill: preemption would delay the reservation of default/g") for m in events), (
-        events
-    )
-    starts, scheduler = replay(objects, Profile(), true, (50.0, urgent))
-    assert [(e.pod[1], e.preemptor) for e in scheduler.store.evictions] in (
-        [("x", "default/t")],
-        [("y", "default/t")],
-    )
+    evictions = _behind_a_reservation(urgent, "t-pg-0")
+    assert [(e.pod[1], e.preemptor) for e in evictions] in ([("x", "default/t")], [("y", "default/t")])
 
 
 @pytest.mark.parametrize(
