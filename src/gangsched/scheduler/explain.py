@@ -6,8 +6,9 @@ Every answer comes from the decision core itself, never from a second copy of it
 - how far short the best domain is: the group's pods run through the cycle (`run_group_cycle`, basic, so
   that it counts how many fit) inside each topology domain, or the whole cluster, and what they need against
   what the nodes that pass their filters have free;
-- what would have to be evicted: workload-aware or default preemption run dry (no Decision), or, where
-  upstream does not preempt (a topology constraint), the lower-priority units in the best domain;
+- what would have to be evicted: workload-aware preemption (a PodGroup or a CompositePodGroup tree) or
+  default preemption run dry (no Decision), or, where it would not help a topology-constrained group, the
+  lower-priority units in the best domain;
 - which jobs block it and when it starts: the conservative plan of the queue (plan.py), in queue order.
 
 It reads the scheduler and leaves its snapshot as found; it draws from its own random generator so that
@@ -153,8 +154,8 @@ def _shortfall(scheduler: Scheduler, root: RootKey, pending: list[PodInfo], need
 def _preemption(
     scheduler: Scheduler, root: RootKey, pending: list[PodInfo], shortfall: Shortfall | None
 ) -> tuple[list[str], str | None]:
-    """Victims preemption would take (run dry), or why it would not help. Where upstream does not preempt
-    for a topology-constrained group, the lower-priority units in its best domain would have to go."""
+    """Victims preemption would take (run dry), or why it would not help. Where it would not help a
+    topology-constrained PodGroup, the lower-priority units in its best domain are listed with the reason."""
     ev = scheduler.evaluator()
     snap = ev.snap
     view = PreemptionView(
