@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from gangsched.scheduler import Profile
-from gangsched.scheduler.backfill import BackfillSettings
+from gangsched.scheduler.backfill import Backfill, BackfillSettings
 from gangsched.scheduler.evaluator import Evaluator
 from gangsched.scheduler.policy import queue_policy
 from gangsched.scheduler.scheduler import Scheduler
@@ -258,16 +258,24 @@ def test_fair_share_gives_the_reservation_to_the_namespace_with_the_smaller_domi
 
 def test_the_room_bound_counts_only_the_room_no_reservation_holds(monkeypatch: pytest.MonkeyPatch) -> None:
     """Workload W under depth 1: G holds n1 + n2 from 300 to 800. When r1 ends at 100, n1's 4 GPUs are free
-    room for S2 and S3 (2 GPUs each), so both are woken. S2 (100..150) may use n1 and binds; S3 (100..500)
-    may use no node (both are reserved before it would end), so the room it may use holds none of it and it
-    gets no cycle: nor when S2 ends at 150, nor S1 at 200, which free 2 GPUs each on reserved nodes. At 300
-    G takes both nodes and S3, woken by r2's end, finds no free room at all. A bound on all the free room
-    would give S3 a failing cycle at 100, 150 and 200; running every cycle gives the same schedule."""
+    room for S2 and S3 (2 GPUs each). S2 (100..150) may use n1 and binds; S3 (100..500) may use no node (both
+    are reserved before it would end), so the room it may use holds none of it: the release does not wake
+    it (the hint asks the planner, Backfill.room_check), nor do S2's end at 150 and S1's at 200, which free
+    2 GPUs each on reserved nodes, nor r2's at 300, just before G takes both nodes. S3 gets its one cycle
+    when G ends at 800.
+    - Without the planner's word, the hint wakes S3 at 100, 150, 200 and 300, and the bound before the
+      cycle sends it back each time: 4 skipped tries.
+    - With neither, those 4 are failing cycles. The schedule is the same in all three."""
     starts, scheduler = replay(workload(), BACKFILL, TRUE)
     want = {"g-0": 300.0, "g-1": 300.0, "s1": 0.0, "s2": 100.0, "s3": 800.0}
     assert {k: starts[k] for k in want} == want
     assert scheduler.backfill.first_eta[("PodGroup", "default", "g")] == 300.0
-    assert scheduler.skipped == 4
+    assert scheduler.skipped == 0
+
+    monkeypatch.setattr(Backfill, "room_check", lambda self, now: None)
+    same, bounded = replay(workload(), BACKFILL, TRUE)
+    assert same == starts
+    assert (bounded.skipped, bounded.cycles) == (4, scheduler.cycles)
 
     room_for = Evaluator.room_for
     monkeypatch.setattr(Evaluator, "room_for", lambda self, pi, nodes=None: room_for(self, pi))

@@ -37,6 +37,7 @@ import numpy.typing as npt
 
 from ..store.change import Change
 from .estimates import LIVE, SOURCES, Estimate, History, estimate_of, owner_of
+from .hints import Fits
 from .plan import (
     EPOCH,
     INFINITE,
@@ -49,7 +50,7 @@ from .plan import (
     started_at,
 )
 from .plugins import BoolArray
-from .podinfo import is_terminal
+from .podinfo import PodInfo, is_terminal
 from .queue import QueuedRoot, RootKey
 from .snapshot import PODS
 
@@ -349,6 +350,37 @@ class Backfill:
             if r.holds(now, end):
                 mask[sorted(r.nodes)] = False
         return mask
+
+    def room_check(self, now: float) -> Fits | None:
+        """The hint's view of backfill (hints.py): whether the room that a waiting root may use now (the
+        nodes `allowed` leaves it) could hold `need` pods of its class: the same test as the scheduler's
+        room bound before a cycle, so that a release does not wake a root whose room is all reserved,
+        only for the bound to send it back. None without reservations (every node is allowed). Valid while
+        the snapshot and the plan stand (one walk); rooms are counted once per class and set of
+        reservations in the way."""
+        if not self.reservations:
+            return None
+        ev = self.scheduler.evaluator()
+        masks: dict[tuple[RootKey, ...], BoolArray] = {}
+        rooms: dict[tuple[Any, tuple[RootKey, ...]], int] = {}
+
+        def fits(root: RootKey, like: PodInfo, need: int) -> bool:
+            est = self.estimate(root).seconds
+            end = now + est if est is not None else INFINITE
+            holding = tuple(k for k, r in self.reservations.items() if k != root and r.holds(now, end))
+            if not holding:
+                return True
+            room = rooms.get((like.signature, holding))
+            if room is None:
+                mask = masks.get(holding)
+                if mask is None:
+                    mask = masks[holding] = np.ones(len(ev.snap), dtype=bool)
+                    for k in holding:
+                        mask[sorted(self.reservations[k].nodes)] = False
+                room = rooms[like.signature, holding] = ev.room_for(like, mask)
+            return room >= need
+
+        return fits
 
     def delayed_by(self, root: RootKey, nodes: Iterable[int], now: float) -> RootKey | None:
         """The reservation that `root` taking `nodes` now would delay (for preemption), or None."""

@@ -15,6 +15,10 @@ leaving out those that failed since the last release: as upstream, each root get
 release, and the walk wakes the same roots as waking every one of them would.
 Roots the bound does not cover (pods of several classes, composite trees, possible preemption, errors) are
 woken by every release, as upstream wakes them.
+Under gang-backfill a root may use only the nodes no reservation holds over its expected run, so the walk
+also asks the planner whether that room could hold the root (`fits`, Backfill.room_check: the same test as
+the scheduler's bound before a cycle) and passes over a root it refuses. Otherwise each release on a
+reserved node would wake the whole backlog that fits the free room, one skipped try after another.
 
 
 Contract: not thread-safe; owned by one Scheduler. Entries leave when woken or forgotten.
@@ -31,7 +35,10 @@ from .podinfo import PodInfo
 from .policy import SortKey
 from .queue import RootKey
 
-__all__ = ["RoomNeed", "RoomWaiters"]
+__all__ = ["Fits", "RoomNeed", "RoomWaiters"]
+
+# (root, a pod of its class, pods needed) -> whether the room that root may use could hold them
+Fits = Callable[[RootKey, PodInfo, int], bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,22 +99,30 @@ class RoomWaiters:
         self._entry.clear()
         self._always.clear()
 
-    def wake(self, room_for: Callable[[PodInfo], int], ready: Callable[[RootKey], bool]) -> Iterator[RootKey]:
+    def wake(
+        self, room_for: Callable[[PodInfo], int], ready: Callable[[RootKey], bool], fits: Fits | None = None
+    ) -> Iterator[RootKey]:
         """Roots the released room may help, leaving the index (callers requeue them). `ready(root)`: its
-        backoff is over, so that it would take the room now."""
+        backoff is over, so that it would take the room now. `fits(root, like, need)`, when given: whether
+        the room the root may use (under backfill, outside the reservations it would delay) holds `need`
+        pods like `like`; a root it refuses is passed over, as one needing more than the room left is."""
         self._epoch += 1
         always, self._always = self._always, set()
         yield from sorted(always)
         for cls in list(self._classes):
-            yield from self._wake_class(cls, room_for, ready)
+            yield from self._wake_class(cls, room_for, ready, fits=fits)
 
     def rewake(
-        self, like: PodInfo, room_for: Callable[[PodInfo], int], ready: Callable[[RootKey], bool]
+        self,
+        like: PodInfo,
+        room_for: Callable[[PodInfo], int],
+        ready: Callable[[RootKey], bool],
+        fits: Fits | None = None,
     ) -> Iterator[RootKey]:
         """After a root of `like`'s class failed: the roots of that class the last walk passed over that
         the room now left may help (never one that failed since the last release)."""
         if like.signature in self._classes:
-            yield from self._wake_class(like.signature, room_for, ready, before=self._epoch)
+            yield from self._wake_class(like.signature, room_for, ready, before=self._epoch, fits=fits)
 
     def _wake_class(
         self,
@@ -115,6 +130,7 @@ class RoomWaiters:
         room_for: Callable[[PodInfo], int],
         ready: Callable[[RootKey], bool],
         before: int | None = None,
+        fits: Fits | None = None,
     ) -> Iterator[RootKey]:
         waiting = self._classes[cls]
         if not waiting.needs:
@@ -130,7 +146,11 @@ class RoomWaiters:
             _, seq, root, need, epoch = entry
             if self._entry.get(root, (None, -1))[1] != seq:
                 continue  # stale
-            if need <= budget and (before is None or epoch < before):
+            if (
+                need <= budget
+                and (before is None or epoch < before)
+                and (fits is None or fits(root, waiting.like, need))
+            ):
                 if ready(root):
                     budget -= need
                 woken.append(root)

@@ -407,7 +407,8 @@ class Scheduler:
             self.waiters.clear()
             return
         now = self.clock()
-        for root in self.waiters.wake(self._ev.room_for, lambda key: self.queue.ready_by(key, now)):
+        fits = self.backfill.room_check(now) if self.backfill is not None else None
+        for root in self.waiters.wake(self._ev.room_for, lambda key: self.queue.ready_by(key, now), fits):
             self.queue.move_to_active(root)
 
     def _wait_for_room(self, root: QueuedRoot, need: RoomNeed | None) -> None:
@@ -417,7 +418,8 @@ class Scheduler:
         if need is not None and self._ev is not None:
             now = self.clock()
             ready = lambda key: self.queue.ready_by(key, now)  # noqa: E731
-            for key in self.waiters.rewake(need.like, self._ev.room_for, ready):
+            fits = self.backfill.room_check(now) if self.backfill is not None else None
+            for key in self.waiters.rewake(need.like, self._ev.room_for, ready, fits):
                 self.queue.move_to_active(key)
 
     def _room_need(self, priority: int, pg: Any, pending: list[PodInfo], bound: int) -> RoomNeed | None:
