@@ -405,3 +405,37 @@ def test_counting_path_skips_untolerated_devices() -> None:
             }
         ]
     ]
+
+
+# Admin access (DRAAdminAccess, GA in v1.37): upstream's "admin-access-*" and "tainted-admin-access" cases.
+def _admin(name: str = "c", **extra: Any) -> Any:
+    exactly = {"deviceClassName": "class-a", "adminAccess": True, **extra}
+    return _claim(name, [{"name": "r", "exactly": exactly}])
+
+
+def test_admin_access_takes_devices_in_use_and_says_so() -> None:
+    cat = _catalog(_node("n1"), _slice("s1", "p1", [_dev("d1")], nodeName="n1"))
+    # admin-access-enabled: d1 is allocated to another claim, the admin claim gets it all the same
+    result = allocate(cat, [_admin()], 0, {(DRIVER, "p1", "d1")})
+    assert _results(result or []) == [
+        [{"request": "r", "driver": DRIVER, "pool": "p1", "device": "d1", "adminAccess": True}]
+    ]
+    assert [a.held() for a in result or []] == [[]]  # and keeps it from nobody
+    assert allocate(cat, [_admin(count=2)], 0, set()) is None  # never the same device twice in one claim
+
+
+def test_admin_access_shares_a_device_being_allocated_to_another_claim() -> None:
+    """admin-access-claims-device-allocating-for-non-admin-access: claim 0 takes d1, the admin claim after
+    it takes d1 too; a plain claim after an admin one does not take the admin's device."""
+    cat = _catalog(_node("n1"), _slice("s1", "p1", [_dev("d1"), _dev("d2")], nodeName="n1"))
+    plain = _claim("a", [{"name": "r", "exactly": {"deviceClassName": "class-a"}}])
+    assert _results(allocate(cat, [plain, _admin("b")], 0, set()) or []) == [
+        [{"request": "r", "driver": DRIVER, "pool": "p1", "device": "d1"}],
+        [{"request": "r", "driver": DRIVER, "pool": "p1", "device": "d1", "adminAccess": True}],
+    ]
+    assert _devices(allocate(cat, [_admin("b"), plain], 0, set()) or []) == [[("r", "d1")], [("r", "d2")]]
+
+
+def test_admin_access_does_not_lift_taints() -> None:
+    cat = _catalog(_node("n1"), _slice("s1", "p1", [_tainted("d1", NO_SCHEDULE)], nodeName="n1"))
+    assert allocate(cat, [_admin()], 0, {(DRIVER, "p1", "d1")}) is None  # tainted-admin-access

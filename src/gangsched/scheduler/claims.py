@@ -126,7 +126,7 @@ class ClaimState:
         """The claim's allocation is in the store now: it is no longer pending here."""
         pending = self.pending.pop(key, None)
         if pending is not None:
-            self.use.remove(dev for _, dev in pending.allocation.results)
+            self.use.remove(pending.allocation.held())
 
     def reserve(
         self, pod: tuple[str, str], new: dict[ClaimKey, Allocation], uses: list[ClaimUse]
@@ -136,7 +136,7 @@ class ClaimState:
             allocation = new.get(use.key)
             if allocation is not None:
                 self.pending[use.key] = Pending(allocation, [])
-                self.use.add(dev for _, dev in allocation.results)
+                self.use.add(allocation.held())
             pending = self.pending.get(use.key)
             if pending is not None and use.consumer not in pending.consumers:
                 pending.consumers.append(use.consumer)
@@ -156,6 +156,6 @@ class ClaimState:
                 if use.consumer in pending.consumers:
                     pending.consumers.remove(use.consumer)
                 if use.key in new and self.pending.pop(use.key, None) is not None:
-                    self.use.remove(dev for _, dev in new[use.key].results)
+                    self.use.remove(new[use.key].held())
 
         return undo

@@ -22,6 +22,7 @@ upstream's, the chosen one is deterministic here.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -79,12 +80,20 @@ class Allocation:
     results: list[tuple[str, DeviceID]] = field(default_factory=list)
     node_selector: dict[str, Any] | None = None
     tolerations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    admin: frozenset[str] = frozenset()  # result request names with adminAccess
+
+    def held(self) -> list[DeviceID]:
+        """The devices the allocation keeps from other claims: not those taken with admin access
+        (dynamicresources/allocateddevices.go skips them)."""
+        return [dev for req, dev in self.results if req not in self.admin]
 
     def to_status(self) -> dict[str, Any]:
         """As ResourceClaim.status.allocation (AllocationResult) in API form."""
         results = []
         for req, (d, p, dev) in self.results:
             result: dict[str, Any] = {"request": req, "driver": d, "pool": p, "device": dev}
+            if req in self.admin:
+                result["adminAccess"] = True
             if self.tolerations.get(req):
                 result["tolerations"] = self.tolerations[req]
             results.append(result)
@@ -322,10 +331,12 @@ def tolerates(toleration: Toleration, taint: Any) -> bool:
 
 
 def allocated_devices(claim: Any) -> Iterable[DeviceID]:
+    """The devices a stored claim's allocation keeps from others: not those allocated with admin access."""
     allocation = claim.status.allocation if claim.status is not None else None
     devices = allocation.devices if allocation is not None else None
     for r in (devices.results if devices is not None else None) or []:
-        yield (r.driver, r.pool, r.device)
+        if not r.adminAccess:
+            yield (r.driver, r.pool, r.device)
 
 
 @dataclass(slots=True)
@@ -338,6 +349,7 @@ class _Alternative:
     all_devices: bool
     count: int
     tolerations: list[dict[str, Any]]  # as written (API form), copied into the allocation's results
+    admin: bool  # adminAccess: devices in use by other claims may be taken too
 
 
 def _device_claim(claim: Any) -> Any:
@@ -380,6 +392,7 @@ def _alternatives(catalog: DeviceCatalog, claim: Any) -> list[list[_Alternative]
                     r.allocationMode == "All",
                     int(r.count or 0),
                     [t.to_dict() for t in tolerations],
+                    bool(getattr(r, "adminAccess", None)),
                 )
             )
         out.append(alts)
@@ -416,7 +429,9 @@ class _Search:
             [(c.matchAttribute, set(c.requests or [])) for c in (_device_claim(claim).constraints or [])]
             for claim in claims
         ]
-        self.taken: set[DeviceID] = set()
+        # devices being allocated in this search, with how many claims take each (several only through
+        # admin access)
+        self.taken: Counter[DeviceID] = Counter()
         self.picked: list[list[tuple[str, str, _Slice, Any]]] = [[] for _ in claims]
         self.steps = 0
         self.devices = [
@@ -470,24 +485,31 @@ class _Search:
                 return True
         return False
 
+    def _busy(self, ci: int, alt: _Alternative, dev_id: DeviceID) -> bool:
+        """allocateDevice's in-use test: held by any claim, or being allocated to any; with admin access
+        only a device already taken for this same claim."""
+        if alt.admin:
+            return any(dev_id == (sl.driver, sl.pool, d.name) for _, _, sl, d in self.picked[ci])
+        return dev_id in self.in_use or dev_id in self.taken
+
     def _take_all(self, ci: int, ri: int, alt: _Alternative, chosen: list[_Candidate]) -> bool:
         ids = [(sl.driver, sl.pool, d.name) for _, sl, d in chosen]
-        if any(i in self.in_use or i in self.taken for i in ids):
+        if any(self._busy(ci, alt, i) for i in ids):
             return False
         if any(self.catalog.tainted_against(alt.want[1], sl, d) for _, sl, d in chosen):
             return False
         mark = len(self.picked[ci])
-        for (_, sl, d), i in zip(chosen, ids, strict=True):
+        for _, sl, d in chosen:
             if not self._fits_constraints(ci, alt, sl, d):
-                del self.picked[ci][mark:]
-                self.taken.difference_update(ids)
-                return False
+                break
             self.picked[ci].append((alt.name, alt.request, sl, d))
-            self.taken.add(i)
-        if self.solve(ci, ri + 1):
-            return True
+        else:
+            self.taken.update(ids)
+            if self.solve(ci, ri + 1):
+                return True
+            self.taken.subtract(ids)
+            self.taken += Counter()  # drop the zero counts, so that `in` means taken
         del self.picked[ci][mark:]
-        self.taken.difference_update(ids)
         return False
 
     def _pick(
@@ -509,24 +531,29 @@ class _Search:
                 )
             _, sl, d = cands[k]
             dev_id = (sl.driver, sl.pool, d.name)
-            if dev_id in self.in_use or dev_id in self.taken or not self._fits_constraints(ci, alt, sl, d):
+            if self._busy(ci, alt, dev_id) or not self._fits_constraints(ci, alt, sl, d):
                 continue
-            self.taken.add(dev_id)
+            self.taken[dev_id] += 1
             self.picked[ci].append((alt.name, alt.request, sl, d))
             if self._pick(ci, ri, alt, left - 1, cands, k + 1):
                 return True
             self.picked[ci].pop()
-            self.taken.discard(dev_id)
+            self.taken[dev_id] -= 1
+            if not self.taken[dev_id]:
+                del self.taken[dev_id]
         return False
 
     def allocations(self) -> list[Allocation]:
         out = []
-        tolerations = {alt.name: alt.tolerations for alts in self.alts for ri in alts for alt in ri}
-        for picked in self.picked:
+        for alts, picked in zip(self.alts, self.picked, strict=True):
+            # per claim: two claims may name their requests alike
+            tolerations = {alt.name: alt.tolerations for ri in alts for alt in ri}
+            admin = {alt.name for ri in alts for alt in ri if alt.admin}
             alloc = Allocation()
             selector_fields: list[dict[str, Any]] = []
             selector_exprs: list[dict[str, Any]] = []
             local = None
+            alloc.admin = frozenset(name for name, _, _, _ in picked if name in admin)
             for name, _, sl, d in picked:
                 alloc.results.append((name, (sl.driver, sl.pool, d.name)))
                 if tolerations.get(name):
@@ -564,7 +591,7 @@ def simple_request(catalog: DeviceCatalog, claims: list[Any]) -> tuple[Want, int
     if devices.constraints or len(devices.requests or []) != 1:
         return None
     (alts,) = _alternatives(catalog, claims[0])
-    if len(alts) != 1 or alts[0].all_devices:
+    if len(alts) != 1 or alts[0].all_devices or alts[0].admin:
         return None
     return alts[0].want, alts[0].count
 
