@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from lightkube import Client
 from lightkube.core.exceptions import ApiError
-from lightkube.resources.core_v1 import PersistentVolume, PersistentVolumeClaim, Pod
+from lightkube.resources.core_v1 import Namespace, PersistentVolume, PersistentVolumeClaim, Pod
 from lightkube.resources.resource_v1 import DeviceTaintRule, ResourceClaim, ResourceSlice
 from lightkube.resources.scheduling_v1 import PriorityClass
 from lightkube.resources.storage_v1 import CSIDriver, CSINode, VolumeAttachment
@@ -437,6 +437,47 @@ def test_device_taints_keep_untolerating_claims_away(kube_client: Client, sides:
             for node in ("n1", "n2"):
                 with contextlib.suppress(ApiError):
                     kube_client.delete(ResourceSlice, f"{ns}-{node}-gpus")
+
+
+def test_admin_access_shares_a_device(kube_client: Client, sides: dict[str, str]) -> None:
+    """DRAAdminAccess (GA in v1.37): n1 has one GPU. `monitor`'s claim asks for it with adminAccess (its
+    namespace labelled for admin access) and runs on n1 first; `worker` still gets the same GPU, since a
+    device allocated with admin access is in use for no one; `worker-2` then waits, with the same message
+    from both schedulers. The monitor's result says adminAccess."""
+    create(kube_client, _device_class())
+    admin_label = {"metadata": {"labels": {"resource.kubernetes.io/admin-access": "true"}}}
+    plain = {"name": "gpu", "resourceClaimTemplateName": "one-gpu"}
+    admin = {"name": "gpu", "resourceClaimTemplateName": "admin-gpu"}
+    try:
+        for side, ns in sides.items():
+            kube_client.patch(Namespace, ns, admin_label, patch_type=PatchType.MERGE)
+            create(kube_client, _slice(f"{ns}-n1-gpus", f"{ns}-n1", ["gpu-0"]))
+            create(kube_client, _template(ns))
+            template = _template(ns)
+            template["metadata"]["name"] = "admin-gpu"
+            template["spec"]["spec"]["devices"]["requests"][0]["exactly"]["adminAccess"] = True
+            create(kube_client, template)
+            create(kube_client, pod(ns, "monitor", SCHEDULERS[side], resourceClaims=[admin]))
+        settle(kube_client, sides, ["monitor"], lambda o: o["monitor"] == "n1")
+        for side, ns in sides.items():
+            create(kube_client, pod(ns, "worker", SCHEDULERS[side], resourceClaims=[plain]))
+        outcomes = settle(kube_client, sides, ["monitor", "worker"], lambda o: o["worker"] == "n1")
+        assert outcomes == {side: {"monitor": "n1", "worker": "n1"} for side in sides}, outcomes
+        for side, ns in sides.items():
+            create(kube_client, pod(ns, "worker-2", SCHEDULERS[side], resourceClaims=[plain]))
+        outcomes = settle(kube_client, sides, ["worker-2"], lambda o: "allocate" in o["worker-2"])
+        assert outcomes["kube"] == outcomes["gangsched"], outcomes
+        for side, ns in sides.items():
+            for claim in kube_client.list(ResourceClaim, namespace=ns):
+                owner = claim.metadata.ownerReferences[0].name
+                if owner in ("monitor", "worker"):
+                    (result,) = claim.status.allocation.devices.results
+                    assert (result.pool, result.device) == (f"{ns}-n1", "gpu-0"), (side, owner)
+                    assert bool(result.adminAccess) == (owner == "monitor"), (side, owner)
+    finally:
+        for ns in sides.values():
+            with contextlib.suppress(ApiError):
+                kube_client.delete(ResourceSlice, f"{ns}-n1-gpus")
 
 
 # --- statically bound volumes: VolumeZone, VolumeRestrictions (ReadWriteOncePod), NodeVolumeLimits ---------
