@@ -113,6 +113,13 @@ def _victims_on_node(
         out.restore()
 
 
+def _no_candidate(snap: Snapshot, histogram: Counter[str]) -> str:
+    """The message of a preemption that found no node: why each node was not one."""
+    failure = FitFailure(len(snap))
+    failure.histogram.update(+histogram)
+    return failure.message()
+
+
 def preempt_pod(view: PreemptionView, pi: PodInfo) -> Preemption | str:
     """Default preemption for `pi`; a message (without upstream's prefix) when there is none: an
     `Ineligible` message when the pod keeps its nomination, a plain one when no node would do."""
@@ -135,6 +142,12 @@ def preempt_pod(view: PreemptionView, pi: PodInfo) -> Preemption | str:
     for unit in lower_priority_units(view, pi.priority):
         for node in {snap.placed[p.key][0] for p in unit.pods}:
             by_node.setdefault(node, []).append(unit)
+    if not by_node:
+        # Nothing of lower priority runs anywhere: every node tried would say so, whatever the budgets and
+        # wherever the walk began (its random offset is not drawn: a cycle that evicts nothing leaves the
+        # generator as it was anyway, Scheduler.schedule_one).
+        histogram[NO_VICTIMS_FOR_POD] += potential.size
+        return _no_candidate(snap, histogram)
     pdbs = view.budgets()
     candidates: list[_Candidate] = []
     wanted = min(
@@ -142,9 +155,7 @@ def preempt_pod(view: PreemptionView, pi: PodInfo) -> Preemption | str:
         max(potential.size * MIN_CANDIDATE_NODES_PERCENTAGE // 100, MIN_CANDIDATE_NODES_ABSOLUTE),
     )
     offset = int(view.rng.integers(potential.size)) if potential.size else 0
-    if not by_node:  # nothing of lower priority runs anywhere: every node tried would say so
-        histogram[NO_VICTIMS_FOR_POD] += potential.size
-    for i in range(potential.size if by_node else 0):
+    for i in range(potential.size):
         node = int(potential[(offset + i) % potential.size])
         units = by_node.get(node)
         if not units:
@@ -158,9 +169,7 @@ def preempt_pod(view: PreemptionView, pi: PodInfo) -> Preemption | str:
         else:
             histogram.update(found)
     if not candidates:
-        failure = FitFailure(len(snap))
-        failure.histogram.update(+histogram)
-        return failure.message()
+        return _no_candidate(snap, histogram)
     best = min(candidates, key=_Candidate.rank)
     meta = pi.pod.metadata
     return Preemption(

@@ -49,6 +49,7 @@ from .recovery import WAIT, Recovery
 from .snapshot import Snapshot
 from .topology import place_with_topology
 from .tree import TreeNode, TreeResult, evaluate
+from .victims import group_priority
 
 if TYPE_CHECKING:
     from ..store.store import Store
@@ -123,10 +124,11 @@ class Scheduler:
         self.waiters = RoomWaiters()
         self._bound_priority: dict[PodKey, int] = {}  # running pods' priorities: may a root preempt?
         self._priorities_running: Counter[int] = Counter()
-        # The same running pods, for preemption's victim search: lone pods by priority, and group members
-        # (a member's unit takes its group's priority, so they are always looked at).
+        # The same running pods, for preemption's victim search: lone pods by priority, and group members by
+        # group (a member's unit takes its group's priority, read when a preemption asks).
         self._running_lone: dict[int, set[PodKey]] = {}
-        self._running_in_groups: set[PodKey] = set()
+        self._running_in_groups: dict[tuple[str, str], set[PodKey]] = {}
+        self._group_of_running: dict[PodKey, tuple[str, str]] = {}
         self.skipped = 0  # cycles not run because the room bound showed they must fail
         self._snap: Snapshot | None = None
         self._ev: Evaluator | None = None
@@ -294,7 +296,7 @@ class Scheduler:
         if key in self._victim_of and pod.metadata.deletionTimestamp is not None:
             self._evicting.get(self._victim_of[key], {}).pop(key, None)  # its eviction has landed
         if bound:
-            self._count_running(key, pi.priority, grouped=pi.group is not None)
+            self._count_running(key, pi.priority, group=pi.group)
         if self._snap is not None and bound and key not in self._snap.placed:
             node = self._snap.index.get(pod.spec.nodeName)
             if node is not None:
@@ -363,15 +365,22 @@ class Scheduler:
         """Where the nominator holds room for `key` (None: nowhere)."""
         return self._nominated.get(key)
 
-    def _count_running(self, key: PodKey, priority: int | None, *, grouped: bool = False) -> bool:
-        """Track running pods' priorities (`priority=None`: the pod left); True if it was counted before."""
+    def _count_running(
+        self, key: PodKey, priority: int | None, *, group: tuple[str, str] | None = None
+    ) -> bool:
+        """Track running pods' priorities (`priority=None`: the pod left) and groups; True if it was counted
+        before."""
         old = self._bound_priority.pop(key, None)
         if old is not None:
             self._priorities_running[old] -= 1
             if not self._priorities_running[old]:
                 del self._priorities_running[old]
-            if key in self._running_in_groups:
-                self._running_in_groups.discard(key)
+            was_in = self._group_of_running.pop(key, None)
+            if was_in is not None:
+                members = self._running_in_groups[was_in]
+                members.discard(key)
+                if not members:
+                    del self._running_in_groups[was_in]
             else:
                 lone = self._running_lone[old]
                 lone.discard(key)
@@ -380,19 +389,25 @@ class Scheduler:
         if priority is not None:
             self._bound_priority[key] = priority
             self._priorities_running[priority] += 1
-            if grouped:
-                self._running_in_groups.add(key)
+            if group is not None:
+                self._group_of_running[key] = group
+                self._running_in_groups.setdefault(group, set()).add(key)
             else:
                 self._running_lone.setdefault(priority, set()).add(key)
         return old is not None
 
     def victim_keys(self, placed: Mapping[PodKey, Any], below: int) -> Iterable[PodKey]:
         """The pods of `placed` that may be in a preemption unit of priority < `below`, in `placed`'s order:
-        lone pods of lower priority and every group member. All of `placed` when it is not the running pods
-        (a cycle's own placements in it), so the answer never misses one."""
+        lone pods of lower priority, and the members of groups whose priority is lower (or unknown: a
+        PodGroup gone, its members' own priorities count), as `collect_units` judges them. All of `placed`
+        when it is not the running pods (a cycle's own placements in it), so the answer never misses one."""
         if len(placed) != len(self._bound_priority):
             return placed
-        wanted = set(self._running_in_groups)
+        wanted: set[PodKey] = set()
+        for group, keys in self._running_in_groups.items():
+            priority = group_priority(self.store, group)
+            if priority is None or priority < below:
+                wanted |= keys
         for priority, keys in self._running_lone.items():
             if priority < below:
                 wanted |= keys

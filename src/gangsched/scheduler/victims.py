@@ -24,6 +24,7 @@ __all__ = [
     "ObjectReader",
     "VictimUnit",
     "collect_units",
+    "group_priority",
     "sort_by_importance",
     "start_time",
     "work_since",
@@ -101,6 +102,13 @@ def _has_all(obj: Any) -> bool:
     return mode is not None and mode.all is not None
 
 
+def group_priority(objects: ObjectReader, group: tuple[str, str]) -> int | None:
+    """The priority a member of PodGroup `group` has as a victim: its PodGroup's (None when the PodGroup is
+    gone: then each member's own)."""
+    pg = objects.get("PodGroup", group)
+    return int(pg.spec.priority or 0) if pg is not None else None
+
+
 class _Hierarchy:
     """Per call memo of each PodGroup's highest `all` ancestor and priority."""
 
@@ -115,7 +123,7 @@ class _Hierarchy:
         ns = group[0]
         pg = self.objects.get("PodGroup", group)
         highest: GroupRef | None = ("PodGroup", *group) if _has_all(pg) else None
-        priority = int(pg.spec.priority or 0) if pg is not None else None
+        priority = group_priority(self.objects, group)
         parent = pg.spec.parentCompositePodGroupName if pg is not None else None
         seen: set[str] = set()
         while parent and parent not in seen:  # a cycle is invalid input; stop rather than loop
