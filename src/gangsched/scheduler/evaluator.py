@@ -265,6 +265,9 @@ class Evaluator:
         self._claims_on = any(f.stage == CLAIMS for f in self.filters)
         self._dra_scored = any(s.name == DRA_NAME for s in self.scores)
         self._claims_verdict: tuple[PodKey, dict[str, Rejections]] | None = None
+        self._free_state: tuple[int, int, int] = (-1, -1, -1)  # `_free_on`'s columns hold for this state
+        self._free_cols: dict[int, list[int]] = {}
+        self._failure_memo: tuple[Hashable, FitFailure] | None = None  # the last `_failure` (its key, result)
 
     def _dynamic(self, c: _Class, cols: npt.NDArray[np.intp] | slice | set[int]) -> None:
         """Refresh fit and score on `cols`. A handful of columns (the usual case: the node the previous pod
@@ -465,8 +468,22 @@ class Evaluator:
         """`_room_everywhere` on one node, in scalar code (the same integers)."""
         if not c.static_ok[col]:
             return 0
-        free: list[int] = (self.snap.alloc[:, col] - self.snap.used[:, col]).tolist()
+        free = self._free_on(col)
         return max(min(free[row] // v for row, v in c.vec.rows), 0)
+
+    def _free_on(self, col: int) -> list[int]:
+        """Node `col`'s free amount per resource row. A release refreshes every waiting class on the same
+        few nodes, so the column is read once per state of the snapshot: any change to `used` lengthens the
+        change log (or starts a new generation), a new resource adds a row."""
+        snap = self.snap
+        state = (snap.generation, len(snap.changed), len(snap.resources))
+        if self._free_state != state:
+            self._free_state = state
+            self._free_cols = {}
+        free = self._free_cols.get(col)
+        if free is None:
+            free = self._free_cols[col] = (snap.alloc[:, col] - snap.used[:, col]).tolist()
+        return free
 
     def vector(self, pi: PodInfo) -> PodVector:
         """What `pi` takes from a node. Never builds its class: a bound pod's spec names its node, and a
@@ -704,6 +721,15 @@ class Evaluator:
         reports every resource short on a node, counting the room nominated pods hold against `pi`); a
         PreFilter's refusal of the pod instead, if any."""
         snap = self.snap
+        memo_key = None
+        if layer is None and candidates is None and not snap.nominated and not pi.claims:
+            # Then the verdict reads only the class and the nodes' free room, which the change log's length
+            # in its generation identifies: the pods of a queue behind a full cluster, failing one after
+            # another with nothing changed, get the histogram the first of them got.
+            memo_key = (c.key, snap.generation, len(snap.changed))
+            if self._failure_memo is not None and self._failure_memo[0] == memo_key:
+                memo = self._failure_memo[1]
+                return FitFailure(memo.nodes, Counter(memo.histogram), memo.prefilter_message)
         considered = np.ones(len(snap), dtype=bool) if candidates is None else candidates.copy()
         failure = FitFailure(int(considered.sum()), prefilter_message=c.refusal)
         verdict = self._claims_verdict
@@ -745,4 +771,6 @@ class Evaluator:
                         failure.histogram[reason] += int(short.sum())
                         short_any |= short
                 remaining &= ~short_any
+        if memo_key is not None:
+            self._failure_memo = (memo_key, FitFailure(failure.nodes, Counter(failure.histogram)))
         return failure
