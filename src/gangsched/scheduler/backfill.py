@@ -27,6 +27,7 @@ State is kept between cycles; nothing here writes to the store or emits a Decisi
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -224,15 +225,22 @@ class Backfill:
         waited_h = max(0.0, now - self.submitted(root, now)) / 3600.0
         return root.priority + min(s.aging_cap, s.aging_rate * waited_h)
 
-    def order(self, now: float) -> list[QueuedRoot]:
+    def order(self, now: float, limit: int | None = None) -> list[QueuedRoot]:
         """Roots that failed a cycle and still wait, by effective priority, then (with fair share) their
-        namespace's weighted dominant share, then creation, then arrival."""
+        namespace's weighted dominant share, then creation, then arrival; only the first `limit` when given
+        (a plan looks at `max_job_test`: a partial sort of the backlog, the same roots in the same order)."""
         waiting = [r for r in self.scheduler.queue.roots() if r.attempts > 0]
         shares = self.dominant_shares() if self.settings.fair_share is not None else {}
-        return sorted(
-            waiting,
-            key=lambda r: (-self.effective_priority(r, now), shares.get(r.key[1], 0.0), r.timestamp, r.seq),
-        )
+        aging = self.settings.aging_rate > 0 and self.settings.aging_cap > 0
+
+        def key(r: QueuedRoot) -> tuple[Any, ...]:
+            # Without aging the effective priority is the priority: spare the wait of each root.
+            priority = self.effective_priority(r, now) if aging else r.priority + 0.0
+            return (-priority, shares.get(r.key[1], 0.0), r.timestamp, r.seq)
+
+        if limit is not None and limit < len(waiting):
+            return heapq.nsmallest(limit, waiting, key=key)
+        return sorted(waiting, key=key)
 
     def dominant_shares(self) -> dict[str, float]:
         """Each namespace's dominant resource share (DRF: Ghodsi et al., NSDI 2011) of what its running pods
@@ -280,7 +288,7 @@ class Backfill:
         # Depth 0 keeps no reservation but still plans the head, so that its ETA is known (explain, and
         # ETA accuracy in a replay) under any policy.
         planned: set[RootKey] = set()
-        for queued in self.order(now)[: s.max_job_test]:
+        for queued in self.order(now, s.max_job_test):
             if s.depth is not None and len(planned) >= max(s.depth, 1):
                 break
             place = self.scheduler.placer(queued.key)
