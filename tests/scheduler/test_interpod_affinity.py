@@ -258,3 +258,24 @@ def test_first_of_a_group_still_needs_every_key() -> None:
     )
     got = verdicts(evaluator(nodes, []), incoming)
     assert got == {"node-a": None, "node-b": None, "node-x": None, "no-host": REASON_AFFINITY}
+
+
+def test_every_anti_affinity_term_blocks_its_domains() -> None:
+    # upstream's satisfyPodAntiAffinity: a node fails when any of the pod's terms has a matching pod in its
+    # domain (written from filtering.go's rule; its table tests have one term per pod)
+    nodes = [node("n1", {"zone": "a"}), node("n2", {"zone": "b"}), node("n3", {"zone": "c"})]
+    existing = [pod("x", {"app": "x"}, node_name="n1"), pod("y", {"app": "y"}, node_name="n2")]
+    incoming = pod(anti=[term("app", "In", ["x"], "zone"), term("app", "In", ["y"], "zone")])
+    got = verdicts(evaluator(nodes, existing), incoming)
+    assert got == {"n1": REASON_ANTI_AFFINITY, "n2": REASON_ANTI_AFFINITY, "n3": None}
+
+
+def test_affinity_of_two_pods_in_one_evaluator() -> None:
+    # the per-domain counts of one pod's terms are not those of another's: each pod goes where its own
+    # terms find their pods
+    nodes = [node("n1", {"zone": "a"}), node("n2", {"zone": "b"})]
+    ev = evaluator(nodes, [pod("x", {"app": "x"}, node_name="n1"), pod("y", {"app": "y"}, node_name="n2")])
+    to_x = pod("px", affinity=[term("app", "In", ["x"], "zone")])
+    to_y = pod("py", affinity=[term("app", "In", ["y"], "zone")])
+    assert verdicts(ev, to_x) == {"n1": None, "n2": REASON_AFFINITY}
+    assert verdicts(ev, to_y) == {"n1": REASON_AFFINITY, "n2": None}

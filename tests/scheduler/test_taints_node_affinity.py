@@ -226,3 +226,64 @@ def test_required_node_affinity_terms(terms: list[dict[str, Any]], fits: set[str
     for name, reason in got.items():
         if name not in fits:
             assert reason in (node_affinity.REASON, node_affinity.PREFILTER_REASON)
+
+
+N1, N2, N3 = "n1", "n2", "n3"
+FIT, NO, PRE = None, node_affinity.REASON, node_affinity.PREFILTER_REASON
+
+
+def expr(key: str, op: str, *values: str) -> dict[str, Any]:
+    return {"key": key, "operator": op, "values": list(values)} if values else {"key": key, "operator": op}
+
+
+@pytest.mark.parametrize(
+    ("terms", "want"),
+    [
+        # PreFilter (upstream's NodeAffinity.PreFilter): a term's `metadata.name In` pins are intersected ...
+        ([{"matchFields": [name_in(N1, N2), name_in(N2, N3)]}], {N1: PRE, N2: FIT, N3: PRE}),
+        # ... the terms' pins are united, and the nodes outside them fail in PreFilter, before any Filter
+        ([{"matchFields": [name_in(N1)]}, {"matchFields": [name_in(N3)]}], {N1: FIT, N2: PRE, N3: FIT}),
+        # only `metadata.name In` pins: a NotIn leaves every node to the Filter
+        (
+            [{"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": [N1]}]}],
+            {N1: NO, N2: FIT, N3: FIT},
+        ),
+        # one term without a pin: all nodes stay eligible (terms are ORed), the pinned term still filters
+        (
+            [{"matchFields": [name_in(N1)]}, {"matchExpressions": [expr("disk", "In", "hdd")]}],
+            {N1: FIT, N2: FIT, N3: NO},
+        ),
+        # DoesNotExist: only nodes without the key (n3 has no `gpu` label; n1's is the first value seen)
+        ([{"matchExpressions": [expr("gpu", "DoesNotExist")]}], {N1: NO, N2: NO, N3: FIT}),
+        ([{"matchExpressions": [expr("gpu", "Exists")]}], {N1: FIT, N2: FIT, N3: NO}),
+        # Gt and Lt are strict; a node without the label or with a non-integer value never matches
+        ([{"matchExpressions": [expr("cores", "Gt", "8")]}], {N1: FIT, N2: NO, N3: NO}),
+        ([{"matchExpressions": [expr("cores", "Lt", "16")]}], {N1: NO, N2: FIT, N3: NO}),
+        ([{"matchExpressions": [expr("cores", "Gt", "7")]}], {N1: FIT, N2: FIT, N3: NO}),
+        # a bound that is no integer: the requirement cannot be parsed and matches no node
+        ([{"matchExpressions": [expr("cores", "Gt", "eight")]}], {N1: NO, N2: NO, N3: NO}),
+        # an operator the API does not define: no node matches (the selector cannot be built)
+        ([{"matchExpressions": [expr("gpu", "Near", "a100")]}], {N1: NO, N2: NO, N3: NO}),
+    ],
+)
+def test_node_affinity_reasons(terms: list[dict[str, Any]], want: dict[str, str | None]) -> None:
+    """Each node's verdict with its exact reason, from upstream's NodeAffinity PreFilter and Filter and
+    nodeaffinity.NodeSelectorRequirementsAsSelector's operators."""
+    nodes = [
+        node(N1, {"gpu": "a100", "cores": "16", "disk": "hdd"}),
+        node(N2, {"gpu": "h100", "cores": "8", "disk": "hdd"}),
+        node(N3, {"cores": "many"}),
+    ]
+    assert verdicts(evaluator(nodes, []), pod(required=terms)) == want
+
+
+def test_node_selector_keys_and_required_affinity_all_hold() -> None:
+    """nodeSelector's pairs are ANDed, and with required node affinity both must hold
+    (upstream's GetRequiredNodeAffinity Match: the selector, then the affinity)."""
+    nodes = [node(N1, {"a": "1", "b": "2"}), node(N2, {"a": "1"}), node(N3, {"b": "2"})]
+    selector_only = pod()
+    selector_only.spec.nodeSelector = {"a": "1", "b": "2"}
+    assert verdicts(evaluator(nodes, []), selector_only) == {N1: FIT, N2: NO, N3: NO}
+    both = pod(required=[{"matchExpressions": [expr("b", "Exists")]}])
+    both.spec.nodeSelector = {"a": "1"}
+    assert verdicts(evaluator(nodes, []), both) == {N1: FIT, N2: NO, N3: NO}
