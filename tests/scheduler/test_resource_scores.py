@@ -129,6 +129,17 @@ LEAST = [
         (0, 0),
         id="zero-node-resources",
     ),
+    # written from leastResourceScorer (not an upstream case): a resource of allocatable 0 is left out of the
+    # weighted average; node1 offers cpu only: (4000 - 1000) * 100 / 4000 = 75; node2 memory only:
+    # (10000 - 2000) * 100 / 10000 = 80
+    pytest.param(
+        [],
+        ({"cpu": "1000m", "memory": "2000"},),
+        ("4000m", None),
+        (None, "10000"),
+        (75, 80),
+        id="one-resource",
+    ),
 ]
 
 MOST = [
@@ -176,6 +187,16 @@ MOST = [
         (None, None),
         (0, 0),
         id="zero-node-resources",
+    ),
+    # written from mostResourceScorer: node1 offers cpu only, 1000 * 100 / 4000 = 25; node2 memory only,
+    # 2000 * 100 / 10000 = 20
+    pytest.param(
+        [],
+        ({"cpu": "1000m", "memory": "2000"},),
+        ("4000m", None),
+        (None, "10000"),
+        (25, 20),
+        id="one-resource",
     ),
     # the smallest capacity there is: 1m of cpu, all of it requested (100), half the memory (50)
     pytest.param(

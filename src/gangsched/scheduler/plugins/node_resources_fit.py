@@ -1,5 +1,7 @@
 """NodeResourcesFit: requests must fit in allocatable minus requested; LeastAllocated (default) or
-MostAllocated scoring over cpu and memory with weight 1 each, in upstream's integer arithmetic."""
+MostAllocated scoring over cpu and memory with weight 1 each, in upstream's integer arithmetic: the
+per-resource scores are averaged over the resources the node offers (a resource of allocatable 0 is left out
+of the sum and of the weights, as least/mostResourceScorer do; a node offering neither scores 0)."""
 
 from __future__ import annotations
 
@@ -30,7 +32,7 @@ def fits_one(snap: Snapshot, vec: PodVector, col: int) -> bool:
 
 def score_one(snap: Snapshot, vec: PodVector, col: int, most_allocated: bool) -> int:
     """least_allocated / most_allocated for one node, in the same integer arithmetic."""
-    total = 0
+    total = offered = 0
     for row, req in (
         (CPU, snap.nonzero_used[0, col] + vec.nonzero_cpu),
         (MEMORY, snap.nonzero_used[1, col] + vec.nonzero_mem),
@@ -39,11 +41,12 @@ def score_one(snap: Snapshot, vec: PodVector, col: int, most_allocated: bool) ->
         req = int(req)
         if cap <= 0:
             continue
+        offered += 1
         if most_allocated:
             total += min(req, cap) * MAX_SCORE // cap
         elif req <= cap:
             total += (cap - req) * MAX_SCORE // cap
-    return total // 2
+    return total // offered if offered else 0
 
 
 def insufficient(snap: Snapshot, row: int) -> str:
@@ -63,7 +66,7 @@ def least_allocated(snap: Snapshot, vec: PodVector, cols: npt.NDArray[np.intp] |
         cap = snap.alloc[row, cols]
         safe = np.maximum(cap, 1)
         total += np.where((cap > 0) & (req <= cap), (cap - req) * MAX_SCORE // safe, 0)
-    return total // 2
+    return _average(snap, cols, total)
 
 
 def most_allocated(snap: Snapshot, vec: PodVector, cols: npt.NDArray[np.intp] | slice) -> Int64Array:
@@ -72,4 +75,10 @@ def most_allocated(snap: Snapshot, vec: PodVector, cols: npt.NDArray[np.intp] | 
         cap = snap.alloc[row, cols]
         safe = np.maximum(cap, 1)
         total += np.where(cap > 0, np.minimum(req, cap) * MAX_SCORE // safe, 0)
-    return total // 2
+    return _average(snap, cols, total)
+
+
+def _average(snap: Snapshot, cols: npt.NDArray[np.intp] | slice, total: Int64Array) -> Int64Array:
+    """`total` over the number of the two resources each node offers (0 where it offers neither)."""
+    offered = (snap.alloc[CPU, cols] > 0).astype(np.int64) + (snap.alloc[MEMORY, cols] > 0)
+    return np.where(offered > 0, total // np.maximum(offered, 1), 0)
