@@ -140,6 +140,17 @@ LEAST = [
         (75, 80),
         id="one-resource",
     ),
+    # each resource's score is an integer before the average (upstream's int64 arithmetic): node1
+    # (2000 * 100 / 3000 = 66 + 8350 * 100 / 10000 = 83) / 2 = 74, not (66.7 + 83.5) / 2 = 75;
+    # node2 (75 + 83) / 2 = 79
+    pytest.param(
+        [],
+        ({"cpu": "1000m", "memory": "1650"},),
+        ("3000m", "10000"),
+        ("4000m", "10000"),
+        (74, 79),
+        id="integer-steps",
+    ),
 ]
 
 MOST = [
@@ -197,6 +208,16 @@ MOST = [
         (None, "10000"),
         (25, 20),
         id="one-resource",
+    ),
+    # integers before the average: node1 (1000 * 100 / 3000 = 33 + 1675 * 100 / 10000 = 16) / 2 = 24, not
+    # (33.3 + 16.75) / 2 = 25; node2 (25 + 16) / 2 = 20
+    pytest.param(
+        [],
+        ({"cpu": "1000m", "memory": "1675"},),
+        ("3000m", "10000"),
+        ("4000m", "10000"),
+        (24, 20),
+        id="integer-steps",
     ),
     # the smallest capacity there is: 1m of cpu, all of it requested (100), half the memory (50)
     pytest.param(
