@@ -109,6 +109,40 @@ def _min_count(pg: Any) -> tuple[bool, int]:
     return (True, int(gang.minCount)) if gang is not None else (False, 1)
 
 
+class _CycleRng(np.random.Generator):
+    """The tie-breaking generator (the stream of `np.random.default_rng(seed)`) that can give back one
+    cycle's draws. It copies its state at the cycle's first draw, not at every cycle: most cycles that
+    fail draw nothing, and the copy costs more than many a failed cycle. Every draw of the decision core is
+    an `integers` call (ties among nodes, preemption's starting offset)."""
+
+    def __init__(self, seed: int) -> None:
+        super().__init__(np.random.PCG64(seed))
+        self._before: Mapping[str, Any] | None = None
+
+    def start_cycle(self) -> None:
+        self._before = None
+
+    def integers(self, *args: Any, **kwargs: Any) -> Any:
+        if self._before is None:
+            self._before = self.bit_generator.state
+        return super().integers(*args, **kwargs)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # a copy or a pickle stays a _CycleRng, at the same state
+        return (_cycle_rng_at, (self.bit_generator.state,))
+
+    def undo_cycle(self) -> None:
+        """Back to the state at `start_cycle` (nothing drawn since: nothing to undo)."""
+        if self._before is not None:
+            self.bit_generator.state = self._before
+            self._before = None
+
+
+def _cycle_rng_at(state: Mapping[str, Any]) -> _CycleRng:
+    rng = _CycleRng(0)
+    rng.bit_generator.state = state
+    return rng
+
+
 class Scheduler:
     """One scheduler over one store. Deterministic for a given seed and sequence of store changes."""
 
@@ -116,7 +150,7 @@ class Scheduler:
         self.store = store
         self.gates = gates
         self.profile = profile
-        self.rng = np.random.default_rng(seed)
+        self.rng = _CycleRng(seed)
         self.clock: Callable[[], float] = store.clock  # one clock: a Timeline replaces both with its own
         self.queue = SchedulingQueue(
             max_unschedulable_s=profile.max_unschedulable_s, policy=profile.queue_policy
@@ -664,13 +698,13 @@ class Scheduler:
         root = self.queue.pop(now)
         if root is not None:
             skipped = self.skipped
-            draws = self.rng.bit_generator.state
+            self.rng.start_cycle()
             cycle = self._cycle(root, now)
             if not cycle.bindings and not cycle.evictions:
                 # A cycle that binds and evicts nothing leaves the tie-breaking draws as they were: only
                 # then are the decisions of a replay independent of how many failing cycles ran, which
                 # the room bound and hints.py must not change (kube-scheduler's ties are random anyway).
-                self.rng.bit_generator.state = draws
+                self.rng.undo_cycle()
             decision.extend(cycle)
             self.cycles += self.skipped == skipped
         else:
