@@ -1,6 +1,8 @@
 """The score of a topology placement (upstream's NodeResourcesFit ScorePlacement with MostAllocated): the
 requests and allocatable of every node of the placement summed, each resource scored requested * 100 /
-allocatable (0 when nothing is allocatable), CPU and memory weighted equally, in integers."""
+allocatable, CPU and memory weighted equally over the resources the placement offers (one with no
+allocatable is left out of the average), in integers; requests as the scorer counts them (a container
+without a request counts upstream's default: 100m cpu, 200Mi memory)."""
 
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ def _node(name: str, cpu: str, memory: str) -> Any:
 
 
 def _pod(name: str, node: str, cpu: str, memory: str) -> Any:
-    container = {"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu, "memory": memory}}}
+    requests = {"cpu": cpu, "memory": memory} if memory else {"cpu": cpu}  # "": no memory request
+    container = {"name": "c", "image": "i", "resources": {"requests": requests}}
     obj = core_v1.Pod.from_dict(
         {
             "apiVersion": "v1",
@@ -60,11 +63,23 @@ ON_A = [_pod("p", "a", "3", "2Gi")]
         (TWO, ON_A, ["a"], 50),  # cpu 3/4 -> 75, memory 2/8 -> 25: (75 + 25) / 2
         (TWO, ON_A, ["b"], 0),
         (TWO, ON_A, ["a", "b"], 24),  # cpu 3/8 -> 37, memory 2/16 -> 12: 49 / 2 -> 24
-        ([_node("c", "4", "0")], [_pod("q", "c", "2", "0")], ["c"], 25),  # no memory allocatable: 0, not /0
+        # no memory allocatable: memory is left out of the average (mostResourceScorer's weightSum), not 0
+        ([_node("c", "4", "0")], [_pod("q", "c", "2", "0")], ["c"], 50),
         ([_node("m", "1m", "8Gi")], [_pod("r", "m", "1m", "0")], ["m"], 50),  # 1 millicore of 1: 100
         (TWO, [_pod("s", "a", "4", "8Gi"), _pod("t", "b", "2", "0")], ["a", "b"], 62),  # 75, 50: 125 / 2
+        # no memory request: counted as 200Mi (schedutil.DefaultMemoryRequest): cpu 2/4 -> 50, 200Mi/8Gi -> 2
+        ([_node("d", "4", "8Gi")], [_pod("u", "d", "2", "")], ["d"], 26),
     ],
-    ids=["empty", "one-node", "other-node", "summed", "zero-memory", "one-millicore", "two-nodes-summed"],
+    ids=[
+        "empty",
+        "one-node",
+        "other-node",
+        "summed",
+        "zero-memory",
+        "one-millicore",
+        "two-nodes-summed",
+        "default-memory-request",
+    ],
 )
 def test_most_allocated_over_a_placement(
     nodes: list[Any], pods: list[Any], placement: list[str], score: int

@@ -97,13 +97,17 @@ def adaptive_placement_limit(n_placements: int, n_nodes: int) -> int:
 
 
 def most_allocated(snap: Snapshot, nodes: BoolArray) -> int:
-    """MostAllocated over the placement's summed requested and allocatable, 0..100."""
-    total = 0
+    """MostAllocated over the placement's summed requested and allocatable, 0..100: upstream's
+    scorePlacement hands the sums to the same mostResourceScorer as a node's score, which averages over the
+    resources offered (allocatable > 0) only, with requests counted as that scorer counts them (a container
+    without a cpu or memory request counts upstream's defaults, 100m and 200Mi: `nonzero_used`)."""
+    total = offered = 0
     for row in (CPU, MEMORY):
         alloc = int(snap.alloc[row, nodes].sum())
         if alloc > 0:
-            total += min(int(snap.used[row, nodes].sum()), alloc) * MAX_SCORE // alloc
-    return total // 2
+            offered += 1
+            total += min(int(snap.nonzero_used[row, nodes].sum()), alloc) * MAX_SCORE // alloc
+    return total // offered if offered else 0
 
 
 def choose(pods: Int64Array, most: Int64Array, ev: Evaluator) -> int:
@@ -134,7 +138,7 @@ def _fast(ev: Evaluator, attempt: GroupAttempt, key: str, options: list[Placemen
         free = ((snap.alloc[block] - snap.used[block]) // per_row).min(axis=0)
         capacity = np.where(c.static_ok[cols], np.maximum(free, 0), 0)
         out: Int64Array = np.vstack(
-            (capacity, snap.alloc[CPU : MEMORY + 1, cols], snap.used[CPU : MEMORY + 1, cols])
+            (capacity, snap.alloc[CPU : MEMORY + 1, cols], snap.nonzero_used[:, cols])
         )
         return out
 
@@ -150,11 +154,13 @@ def _fast(ev: Evaluator, attempt: GroupAttempt, key: str, options: list[Placemen
     placed = np.minimum(len(attempt.pods), cap)
     scheduled = attempt.scheduled + placed
     ok = (placed > 0) & (scheduled >= (attempt.min_count if attempt.gang else 1))
-    per_pod = np.array([[c.vec.cpu], [c.vec.memory]], dtype=np.int64)
+    per_pod = np.array([[c.vec.nonzero_cpu], [c.vec.nonzero_mem]], dtype=np.int64)
     used = useds + placed * per_pod
     most = np.where(allocs > 0, np.minimum(used, allocs) * MAX_SCORE // np.maximum(allocs, 1), 0).sum(axis=0)
+    offered = (allocs > 0).sum(axis=0)  # as most_allocated: the average over the resources offered
+    most = np.where(offered > 0, most // np.maximum(offered, 1), 0)
     index = np.flatnonzero(ok)
-    return index, scheduled[index], most[index] // 2
+    return index, scheduled[index], most[index]
 
 
 def _full(
