@@ -215,3 +215,31 @@ def test_a_gang_waiting_on_preemption_tells_untried_members_the_cycles_status() 
         for name in ("g1", "g2", "g3")
     }
     assert messages == {"g1": "0/1 nodes are available: 1 Insufficient cpu.", "g2": cycle, "g3": cycle}
+
+
+def test_after_a_restart_the_terminating_victims_on_the_nominated_node_still_hold_the_gang() -> None:
+    """A restarted scheduler does not know which pods its predecessor evicted: the nominated node holding
+    lower-priority pods terminating by preemption is what tells it the preemption is ongoing (upstream's
+    isOngoingPreemption), so it evicts no fourth pod."""
+    store, _, clock = setup()
+    step(store, Scheduler(store, FeatureGates(), seed=0), clock)
+    restarted = Scheduler(store, FeatureGates(), seed=0)
+    clock.now = 2.0
+    again = step(store, restarted, clock)
+    assert again is not None and not again.evictions and not again.nominations and not again.bindings
+    assert group_message(store).endswith("pod group preemption: ongoing preemption on nominated nodes")
+    terminating = [v for v in ("v1", "v2", "v3", "v4") if pod(store, v).metadata.deletionTimestamp]
+    assert len(terminating) == 3, "the first preemption's three victims, no fourth"
+
+
+def test_with_the_group_policy_gate_off_the_pods_policy_decides_and_the_gang_preempts() -> None:
+    """PodGroupPreemptionPolicy off: the group's policy is Never only if one of its pods says Never
+    (resolvePreemptionPolicy); these pods default to PreemptLowerPriority, so the gang preempts as before."""
+    clock = Clock()
+    store = Store(clock, termination_seconds=15.0)
+    store.add_all(objects(CLUSTER))
+    scheduler = Scheduler(store, FeatureGates(pod_group_preemption_policy=False), seed=0)
+    for name in ("g1", "g2", "g3"):
+        store.add_all(member(name))
+    first = step(store, scheduler, clock)
+    assert first is not None and len(first.evictions) == 3
