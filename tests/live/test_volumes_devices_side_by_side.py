@@ -172,6 +172,13 @@ def test_generic_ephemeral_volume_binds_the_local_pv(kube_client: Client, sides:
         assert owners == [("Pod", "p", True)], side
 
 
+def _selected_node(kube_client: Client, ns: str) -> str | None:
+    """The node VolumeBinding's PreBind selected for claim `data` (its selected-node annotation)."""
+    claim = kube_client.get(PersistentVolumeClaim, "data", namespace=ns)
+    node: str | None = (claim.metadata.annotations or {}).get("volume.kubernetes.io/selected-node")
+    return node
+
+
 def test_pod_waits_for_its_claim_to_be_provisioned(kube_client: Client, sides: dict[str, str]) -> None:
     """A WaitForFirstConsumer claim of a class whose provisioner never runs: both schedulers write the
     claim's selected node in PreBind, then wait for the PV controller to bind the claim, which it never
@@ -183,13 +190,8 @@ def test_pod_waits_for_its_claim_to_be_provisioned(kube_client: Client, sides: d
         volume = {"name": "d", "persistentVolumeClaim": {"claimName": "data"}}
         create(kube_client, pod(ns, "p", SCHEDULERS[side], volumes=[volume]))
 
-    def selected(ns: str) -> str | None:
-        claim = kube_client.get(PersistentVolumeClaim, "data", namespace=ns)
-        node: str | None = (claim.metadata.annotations or {}).get("volume.kubernetes.io/selected-node")
-        return node
-
     for side, ns in sides.items():
-        node = _wait(f"{side}: the claim's selected node", lambda ns=ns: selected(ns))
+        node = _wait(f"{side}: the claim's selected node", lambda ns=ns: _selected_node(kube_client, ns))
         assert node in (f"{ns}-n1", f"{ns}-n2"), side
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
@@ -220,14 +222,9 @@ def test_provisioning_goes_where_storage_capacity_is(kube_client: Client, sides:
         volume = {"name": "d", "persistentVolumeClaim": {"claimName": "data"}}
         create(kube_client, pod(ns, "p", SCHEDULERS[side], volumes=[volume]))
 
-    def selected(ns: str) -> str | None:
-        claim = kube_client.get(PersistentVolumeClaim, "data", namespace=ns)
-        node: str | None = (claim.metadata.annotations or {}).get("volume.kubernetes.io/selected-node")
-        return node
-
     try:
         for side, ns in sides.items():
-            node = _wait(f"{side}: the claim's selected node", lambda ns=ns: selected(ns))
+            node = _wait(f"{side}: the claim's selected node", lambda ns=ns: _selected_node(kube_client, ns))
             assert node == f"{ns}-n2", side
     finally:
         with contextlib.suppress(ApiError):
