@@ -25,7 +25,11 @@ expect:
   distinct_nodes: [m0, m1]            # these pods are bound, each on a node of its own
   volume_bindings: {ns/pvc: [pv-or-null, node]}   # every volume binding decided (and only these)
   claims: {name-prefix: {devices: [driver/pool/device], reservedFor: [pods/name], nodeSelector: ...,
-                        tolerations: [[...each result's tolerations...]]}}
+                        tolerations: [[...each result's tolerations...]],
+                        requests: [[name, deviceClassName, count]], results: [request names in order],
+                        annotations: {...}, owner: Pod/name, finalizers: [...]}}
+  no_claims: [name-prefix]            # no ResourceClaim's name starts with these
+  extended_status: {pod: {claim: name-prefix, mappings: [[container, resource, request]]} or null}
 steps:                                # applied in order after the first run, each with its own expect
   - {delete: [Pod/blocker], add: [...objects...], expect: {...}}
     # re-adding an existing object replaces its spec and keeps its status (an update, as kubectl apply)
@@ -162,6 +166,19 @@ def check(
         assert got_vb == (expect["volume_bindings"] or {}), f"{where}: volume bindings {got_vb!r}"
     for prefix, want in (expect.get("claims") or {}).items():
         _check_claim(store, prefix, want, where)
+    for prefix in expect.get("no_claims") or []:
+        found = [c.metadata.name for c in store.list("ResourceClaim") if c.metadata.name.startswith(prefix)]
+        assert not found, f"{where}: claims named {prefix}* should not exist: {found}"
+    for pod_name, want in (expect.get("extended_status") or {}).items():
+        status = pods[pod_name].status.extendedResourceClaimStatus if pods[pod_name].status else None
+        if want is None:
+            assert status is None, f"{where}: {pod_name} extendedResourceClaimStatus {status}"
+            continue
+        assert status is not None, f"{where}: {pod_name} has no extendedResourceClaimStatus"
+        assert status.resourceClaimName.startswith(want["claim"]), f"{where}: {pod_name}: {status}"
+        got_m = [[m.containerName, m.resourceName, m.requestName] for m in status.requestMappings or []]
+        assert got_m == want["mappings"], f"{where}: {pod_name} request mappings {got_m}"
+        assert store.get("ResourceClaim", (pods[pod_name].metadata.namespace, status.resourceClaimName))
     for preemptor, want_n in (expect.get("eviction_count") or {}).items():
         n = sum(1 for e in store.evictions if e.preemptor.split("/")[-1] == preemptor)
         assert n == want_n, f"{where}: {preemptor} evicted {n} pods, want {want_n}"
@@ -193,6 +210,25 @@ def _check_claim(store: Store, prefix: str, want: dict[str, Any], where: str) ->
         results = (allocation.devices.results or []) if allocation is not None and allocation.devices else []
         got_tol = [[t.to_dict() for t in r.tolerations or []] for r in results]
         assert got_tol == want["tolerations"], f"{where}: claim {prefix}* tolerations {got_tol}"
+    if "results" in want:
+        results = (allocation.devices.results or []) if allocation is not None and allocation.devices else []
+        got_r = [r.request for r in results]
+        assert got_r == want["results"], f"{where}: claim {prefix}* result requests {got_r}"
+    if "requests" in want:
+        devices = found[0].spec.devices if found[0].spec is not None else None
+        got_q = [
+            [r.name, r.exactly.deviceClassName, r.exactly.count, r.exactly.allocationMode]
+            for r in (devices.requests if devices is not None else None) or []
+        ]
+        assert got_q == [[*w, "ExactCount"] for w in want["requests"]], f"{where}: claim {prefix}* {got_q}"
+    meta = found[0].metadata
+    if "annotations" in want:
+        assert (meta.annotations or {}) == want["annotations"], f"{where}: {prefix}* {meta.annotations}"
+    if "owner" in want:
+        got_o = [f"{r.kind}/{r.name}" for r in meta.ownerReferences or [] if r.controller]
+        assert got_o == [want["owner"]], f"{where}: claim {prefix}* controlled by {got_o}"
+    if "finalizers" in want:
+        assert (meta.finalizers or []) == want["finalizers"], f"{where}: {prefix}* {meta.finalizers}"
     if "nodeSelector" in want:
         selector = allocation.nodeSelector if allocation is not None else None
         got_sel = selector.to_dict() if selector is not None else None

@@ -254,7 +254,8 @@ class Backfill:
             for row, v in vec.rows:
                 if row < len(total):
                     row_use[row] += v
-        offered = [row for row in range(len(total)) if total[row] > 0 and row != PODS]
+        served = snap.dra_rows()  # devices, not allocatable: no capacity to share out
+        offered = [row for row in range(len(total)) if total[row] > 0 and row != PODS and row not in served]
         return {
             ns: max((float(u[row]) / float(total[row]) for row in offered), default=0.0)
             / weights.get(ns, 1.0)

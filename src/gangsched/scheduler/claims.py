@@ -30,6 +30,9 @@ class ClaimUse:
     key: ClaimKey
     claim: Any
     consumer: dict[str, str]  # ResourceClaimConsumerReference in API form
+    # The special claim for extended resources (extended.py): created at PreBind, then the pod's mappings.
+    create: dict[str, Any] | None = None
+    request_mappings: tuple[dict[str, str], ...] = ()
 
 
 @dataclass(slots=True)
@@ -142,7 +145,11 @@ class ClaimState:
                 pending.consumers.append(use.consumer)
             records.append(
                 ClaimReservation(
-                    use.key, allocation.to_status() if allocation is not None else None, use.consumer
+                    use.key,
+                    allocation.to_status() if allocation is not None else None,
+                    use.consumer,
+                    use.create,
+                    use.request_mappings,
                 )
             )
         self.by_pod[pod] = records

@@ -31,9 +31,18 @@ from typing import Any
 import numpy as np
 from lightkube.models import core_v1
 
-from .claims import ClaimState, PodClaims, pod_claims
+from .claims import ClaimState, ClaimUse, PodClaims, pod_claims
 from .decision import ClaimReservation, VolumeBinding
 from .devices import Allocation, AllocationError, DeviceCatalog, allocate, allocate_simple, simple_request
+from .extended import (
+    EXTENDED_CLAIM_ANNOTATION,
+    STALE_CLAIM,
+    dra_requests,
+    is_special_for,
+    special_claim,
+    special_claim_name,
+    special_requests,
+)
 from .plugins import BoolArray, Rejections
 from .plugins import node_volume_limits as limits
 from .plugins import volume_binding as binding
@@ -77,6 +86,19 @@ PREEMPTIBLE_CLAIM_PLUGINS = frozenset({restrictions.NAME, limits.NAME})
 
 
 @dataclass(slots=True)
+class ExtendedNeed:
+    """The pod's extended resources DeviceClasses serve (DRAExtendedResource, extended.py), found at
+    PreFilter: on each node DynamicResources allocates devices for those the node's allocatable does not
+    offer, as one special claim with the pod's own claims."""
+
+    resources: dict[str, int]  # resource -> pod request (milli-units)
+    stale: tuple[str, str] | None  # the pod's special claim left from an earlier cycle, if any
+    # per set of resources DRA serves on a node (bit i: i-th of sorted `resources`): the special claim with
+    # the pod's request mappings, None when no device is needed there
+    variants: dict[int, tuple[Any, tuple[dict[str, str], ...]] | None] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
 class PodClaimState:
     """A pod's PreFilter results for this stage."""
 
@@ -85,6 +107,7 @@ class PodClaimState:
     claims: PodClaims
     attachable: dict[str, str] = field(default_factory=dict)
     static: dict[str, Rejections] = field(default_factory=dict)
+    extended: ExtendedNeed | None = None
 
 
 def _is_pod(ref: Any, meta: Any) -> bool:
@@ -116,6 +139,10 @@ class ClaimsStage:
         self.reservations = Reservations()
         self.claim_state = ClaimState(self.devices.use)
         self._states: dict[PodKey, PodClaimState] = {}
+        # special claims in the store by (namespace, owning pod name): findExtendedResourceClaim's candidates
+        self._specials: dict[tuple[str, str], set[tuple[str, str]]] = {}
+        for claim in store.list("ResourceClaim"):
+            self._index_special((claim.metadata.namespace or "", claim.metadata.name), claim, True)
         self._users: dict[tuple[str, str], set[PodKey]] | None = None
         self._found: tuple[PodKey | None, dict[int, list[Allocation]]] = (
             None,
@@ -137,10 +164,32 @@ class ClaimsStage:
             self.claim_state = ClaimState(self.devices.use)  # nothing is pending between cycles
         elif kind == "ResourceClaim":
             self.devices.claim_changed(key, obj)
+            self._index_special(key, obj if obj is not None else old, obj is not None)
             if obj is not None and obj.status is not None and obj.status.allocation is not None:
                 self.claim_state.settled(key)
+                owner = self._special_owner(obj)
+                if owner is not None:  # live: the API server named it, the cycle's pending used our name
+                    self.claim_state.settled((key[0], special_claim_name(owner, key[0])))
         elif kind == "Pod":
             self._users = None
+
+    @staticmethod
+    def _special_owner(claim: Any) -> str | None:
+        """The controlling pod's name of a special claim for extended resources; None for other claims."""
+        if claim is None or (claim.metadata.annotations or {}).get(EXTENDED_CLAIM_ANNOTATION) != "true":
+            return None
+        return next(
+            (r.name for r in claim.metadata.ownerReferences or [] if r.controller and r.kind == "Pod"), None
+        )
+
+    def _index_special(self, key: tuple[str, str], claim: Any, present: bool) -> None:
+        owner = self._special_owner(claim)
+        if owner is not None:
+            keys = self._specials.setdefault((key[0], owner), set())
+            if present:
+                keys.add(key)
+            else:
+                keys.discard(key)
 
     # --- PreFilter ------------------------------------------------------------------------------------------
     def prefilter(self, pi: PodInfo) -> PodClaimState:
@@ -162,6 +211,19 @@ class ClaimsStage:
                     if error:
                         break
         state = PodClaimState(error, volumes, claims)
+        need = dra_requests(pi.requests, self.devices.extended) if self.devices.extended else {}
+        if need:
+            meta = pod.metadata
+            stale = next(
+                (
+                    key
+                    for key in sorted(self._specials.get((pi.key[0], meta.name), ()))
+                    if (c := self.store.get("ResourceClaim", key)) is not None
+                    and is_special_for(c, meta.name, meta.uid or "")
+                ),
+                None,
+            )
+            state.extended = ExtendedNeed(need, stale)
         if error is None and volumes.bound:
             state.static[binding.NAME] = binding.bound_rejections(self.pv_nodes, volumes)
             state.static[zone.NAME] = zone.filter_nodes(self.snap, volumes)
@@ -270,15 +332,19 @@ class ClaimsStage:
                 out.append((binding.NAME, unbound))
                 for mask, _ in unbound:
                     remaining &= ~mask
-        if state.claims.uses:
-            rejections = self._devices_filter(state, remaining, pi.key)
+        if state.claims.uses or state.extended is not None:
+            rejections = self._devices_filter(state, remaining, pi)
             if rejections:
                 out.append((DRA_NAME, rejections))
         return out
 
-    def _devices_filter(self, state: PodClaimState, nodes: BoolArray, pod: PodKey) -> Rejections:
-        """DynamicResources' Filter: allocated claims must be available on the node, the others must all be
-        allocatable there together."""
+    def _devices_filter(self, state: PodClaimState, nodes: BoolArray, pi: PodInfo) -> Rejections:
+        """DynamicResources' Filter: a special claim left from an earlier cycle rejects every node; allocated
+        claims must be available on the node; the others, with the special claim for the extended resources
+        DRA serves on the node, must all be allocatable there together."""
+        extended = state.extended
+        if extended is not None and extended.stale is not None:
+            return [(nodes.copy(), STALE_CLAIM)] if nodes.any() else []
         n = len(self.snap)
         not_here = np.zeros(n, dtype=bool)
         to_allocate = []
@@ -289,25 +355,62 @@ class ClaimsStage:
             else:
                 not_here |= nodes & ~self._available_on(*current)
         out: Rejections = [(not_here, NOT_ON_NODE)] if not_here.any() else []
-        if not to_allocate:
-            return out
         candidates = nodes & ~not_here
+        found: dict[int, list[Allocation]] = {}
+        self._found = (pi.key, found)
+        for mask, special in self._special_variants(pi, extended, candidates):
+            claims = [*to_allocate, special[0]] if special is not None else to_allocate
+            if claims:
+                out += self._allocate_on(claims, mask, found)
+        return out
+
+    def _special_variants(
+        self, pi: PodInfo, extended: ExtendedNeed | None, nodes: BoolArray
+    ) -> list[tuple[BoolArray, tuple[Any, tuple[dict[str, str], ...]] | None]]:
+        """`nodes` split by which of the pod's extended resources DRA serves there (upstream builds the
+        special claim per node in filterExtendedResources), each part with its special claim and request
+        mappings (None: every such resource comes from the node's allocatable, or the pod has none)."""
+        if extended is None:
+            return [(nodes, None)]
+        names = sorted(extended.resources)
+        codes = np.zeros(len(self.snap), dtype=np.int64)
+        for i, name in enumerate(names):
+            codes |= self.snap.dra_served(name).astype(np.int64) << i
+        out = []
+        for code in np.unique(codes[nodes]):
+            key = int(code)
+            if key not in extended.variants:
+                served = [name for i, name in enumerate(names) if key >> i & 1]
+                requests, mappings = (
+                    special_requests(pi.pod.spec, served, self.devices.extended) if served else ([], [])
+                )
+                extended.variants[key] = (
+                    (special_claim(pi.pod, requests), tuple(mappings)) if requests else None
+                )
+            out.append((nodes & (codes == key), extended.variants[key]))
+        return out
+
+    def _allocate_on(
+        self, claims: list[Any], candidates: BoolArray, found: dict[int, list[Allocation]]
+    ) -> Rejections:
+        """Allocate `claims` together on each of `candidates` (the allocator's results kept in `found` for
+        Score); the nodes where that fails, with the reason."""
+        n = len(self.snap)
         try:
-            simple = simple_request(self.devices, to_allocate)
+            simple = simple_request(self.devices, claims)
         except AllocationError as e:
-            return [*out, (candidates, str(e))]
+            return [(candidates, str(e))]
         free = self.devices.use.free_per_node(simple[0]) if simple is not None else None
         if simple is not None and free is not None:
             short = candidates & (free < simple[1])
-            return [*out, (short, CANNOT_ALLOCATE)] if short.any() else out
+            return [(short, CANNOT_ALLOCATE)] if short.any() else []
         in_use = self.devices.use
         short = np.zeros(n, dtype=bool)
         errors: dict[str, BoolArray] = {}
-        found: dict[int, list[Allocation]] = {}
-        self._found = (pod, found)
+        out: Rejections = []
         for node in np.flatnonzero(candidates):
             try:
-                allocations = allocate(self.devices, to_allocate, int(node), in_use)
+                allocations = allocate(self.devices, claims, int(node), in_use)
                 if allocations is None:
                     short[node] = True
                 else:
@@ -329,6 +432,8 @@ class ClaimsStage:
         state = self.prefilter(pi)
         if state.error is not None or not state.claims.uses:
             return []
+        if state.extended is not None and state.extended.stale is not None:
+            return []  # Filter stopped at the stale special claim: no claim was found unavailable
         reached = nodes.copy()
         for name, rejections in self.dynamic(pi, nodes):
             if name != DRA_NAME:
@@ -349,6 +454,15 @@ class ClaimsStage:
             if not reserved or (len(reserved) == 1 and _is_pod(reserved[0], meta)):
                 out.append(use.key)
         return out
+
+    def stale_special(self, pi: PodInfo) -> list[tuple[str, str]]:
+        """The pod's special claim left from an earlier cycle, which PostFilter deletes when no claim was
+        deallocated (deallocateOrDeletePodClaims); empty when there is none."""
+        state = self.prefilter(pi)
+        extended = state.extended
+        if state.error is not None or extended is None or extended.stale is None:
+            return []
+        return [extended.stale]
 
     # --- Score ----------------------------------------------------------------------------------------------
     def scores(self, pi: PodInfo, nodes: Any) -> Any | None:
@@ -395,8 +509,12 @@ class ClaimsStage:
                 self.snap, self.pv_nodes, self.volumes, self.reservations, state.volumes, node
             )
             undo.append(self.reservations.assume(pi.key, chosen or []))
-        if state.claims.uses:
-            to_allocate = [u for u in state.claims.uses if self._allocation_of(u.key) is None]
+        if state.claims.uses or state.extended is not None:
+            uses = list(state.claims.uses)
+            special = self._special_use(pi, state, node)
+            if special is not None:
+                uses.append(special)
+            to_allocate = [u for u in uses if u is special or self._allocation_of(u.key) is None]
             new: dict[tuple[str, str], Allocation] = {}
             if to_allocate:
                 claims = [u.claim for u in to_allocate]
@@ -405,13 +523,29 @@ class ClaimsStage:
                 else:
                     found = allocate(self.devices, claims, node, self.devices.use) or []
                 new = {u.key: a for u, a in zip(to_allocate, found, strict=True)}
-            undo.append(self.claim_state.reserve(pi.key, new, state.claims.uses))
+            undo.append(self.claim_state.reserve(pi.key, new, uses))
 
         def revert() -> None:
             while undo:
                 undo.pop()()
 
         return revert
+
+    def _special_use(self, pi: PodInfo, state: PodClaimState, node: int) -> ClaimUse | None:
+        """The special claim the pod needs on `node` (its extended resources DRA serves there), as a claim
+        use reserved for the pod; None when the node's allocatable offers them all, or the pod has none."""
+        if state.extended is None:
+            return None
+        only = np.zeros(len(self.snap), dtype=bool)
+        only[node] = True
+        ((_, variant),) = self._special_variants(pi, state.extended, only)
+        if variant is None:
+            return None
+        claim, mappings = variant
+        meta = pi.pod.metadata
+        consumer = {"resource": "pods", "name": meta.name, "uid": meta.uid or ""}
+        key = (claim.metadata.namespace, claim.metadata.name)
+        return ClaimUse(key, claim, consumer, claim.to_dict(), mappings)
 
     def decided(self, pod: PodKey) -> tuple[list[VolumeBinding], list[ClaimReservation]]:
         return (self.reservations.by_pod.get(pod, []), self.claim_state.by_pod.get(pod, []))

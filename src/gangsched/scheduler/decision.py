@@ -40,11 +40,18 @@ class VolumeBinding:
 @dataclass(frozen=True, slots=True)
 class ClaimReservation:
     """A ResourceClaim of a placed pod: the allocation made for it (API form of `status.allocation`; None
-    when it was allocated before) and the consumer added to `status.reservedFor`."""
+    when it was allocated before) and the consumer added to `status.reservedFor`.
+
+    For the special claim of a pod's extended resources served by DRA (DRAExtendedResource), `create` is the
+    claim to create first (API form; `metadata.name` is the name the in-memory store gives it, a live API
+    server generates its own from `generateName`) and `request_mappings` the pod's
+    `status.extendedResourceClaimStatus.requestMappings`, written once the claim is allocated and reserved."""
 
     claim: ObjectKey
     allocation: dict[str, Any] | None
     consumer: dict[str, str]
+    create: dict[str, Any] | None = None
+    request_mappings: tuple[dict[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +106,9 @@ class Decision:
     # ResourceClaims whose allocation and reservations DynamicResources' PostFilter clears, so that a later
     # cycle may allocate them where the pod can run.
     deallocations: list[ObjectKey] = field(default_factory=list)
+    # Special claims for extended resources left from an earlier cycle, which DynamicResources' PostFilter
+    # deletes so that the pod's next cycle makes a new one (extendeddynamicresources.go deleteClaim).
+    claim_deletions: list[ObjectKey] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(
@@ -108,6 +118,7 @@ class Decision:
             or self.conditions
             or self.events
             or self.deallocations
+            or self.claim_deletions
         )
 
     def extend(self, other: Decision) -> None:
@@ -119,3 +130,4 @@ class Decision:
         self.volume_bindings.extend(other.volume_bindings)
         self.claims.extend(other.claims)
         self.deallocations.extend(other.deallocations)
+        self.claim_deletions.extend(other.claim_deletions)

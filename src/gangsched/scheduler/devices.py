@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from ..api.cel import CelError, DeviceView, compile_selector, device_context, evaluate, maps_used
+from .extended import resource_classes
 from .plugins import BoolArray
 from .plugins.node_affinity import term_matches
 from .snapshot import Snapshot
@@ -110,6 +111,8 @@ class DeviceCatalog:
     def __init__(self, store: Any, snap: Snapshot) -> None:
         self.snap = snap
         self.classes: dict[str, Any] = {c.metadata.name: c for c in store.list("DeviceClass")}
+        # extended resource name -> the DeviceClass serving it (DRAExtendedResource, extended.py)
+        self.extended: dict[str, Any] = resource_classes(self.classes.values())
         newest: dict[tuple[str, str], int] = {}
         slices = [s for s in store.list("ResourceSlice") if s.spec is not None]
         for s in slices:

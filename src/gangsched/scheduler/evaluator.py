@@ -642,6 +642,14 @@ class Evaluator:
             reached &= layer.ok
         return self.claims.to_deallocate(pi, reached)
 
+    def special_claim_to_delete(self, pi: PodInfo) -> list[tuple[str, str]]:
+        """After `pi` fit nowhere: its special claim for extended resources left from an earlier cycle, which
+        DynamicResources' PostFilter deletes (ClaimsStage.stale_special)."""
+        if not self._claims_apply(pi):
+            return []
+        assert self.claims is not None
+        return self.claims.stale_special(pi)
+
     def _claims_apply(self, pi: PodInfo) -> bool:
         return bool(pi.claims and self.claims is not None and self._claims_on)
 

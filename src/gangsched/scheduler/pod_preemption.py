@@ -19,6 +19,7 @@ import numpy as np
 
 from .evaluator import FitFailure
 from .pdb import Budget, split_by_violation
+from .plugins import BoolArray
 from .plugins.node_resources_fit import insufficient
 from .podinfo import PodInfo
 from .preemption import (
@@ -79,6 +80,17 @@ def _held_short(snap: Snapshot, vec: PodVector, node: int, held: Int64Array | No
     ]
 
 
+def _beyond_allocatable(snap: Snapshot, vec: PodVector) -> BoolArray:
+    """Nodes where the pod asks for more of a resource than the node's allocatable: NodeResourcesFit's
+    rejection there is UnschedulableAndUnresolvable (fit.go fitsRequest, InsufficientResource.Unresolvable),
+    so no eviction can help. Not the pod count: `Too many pods` is always Unschedulable."""
+    beyond = np.zeros(len(snap), dtype=bool)
+    for row, v in vec.rows:
+        if row != PODS:
+            beyond |= snap.alloc[row] < v
+    return beyond
+
+
 def _victims_on_node(
     view: PreemptionView, pi: PodInfo, node: int, units: list[VictimUnit], pdbs: list[Budget]
 ) -> _Candidate | list[str]:
@@ -136,7 +148,8 @@ def preempt_pod(view: PreemptionView, pi: PodInfo) -> Preemption | str:
     if view.own_victims_terminating or terminating_on(view, nodes, pi.priority):
         return Ineligible(TERMINATING_ON_NOMINATED)
     claims_ok = ev.claims_feasible(pi)
-    potential = np.flatnonzero(cls.static_ok if claims_ok is None else cls.static_ok & claims_ok)
+    feasible = cls.static_ok if claims_ok is None else cls.static_ok & claims_ok
+    potential = np.flatnonzero(feasible & ~_beyond_allocatable(snap, cls.vec))
     histogram: Counter[str] = Counter({NOT_HELPFUL: len(snap) - potential.size})
     by_node: dict[int, list[VictimUnit]] = {}
     for unit in lower_priority_units(view, pi.priority):

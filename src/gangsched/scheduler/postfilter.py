@@ -34,7 +34,8 @@ from .tree import TreeResult
 __all__ = ["DISRUPTION_TARGET", "PostFilterResult", "preempt_after_failure", "preemption_decision"]
 
 DISRUPTION_TARGET = "DisruptionTarget"
-DEALLOCATED = "deallocation of ResourceClaim completed"  # DynamicResources' PostFilter reason
+DEALLOCATED = "deallocation of ResourceClaim completed"  # DynamicResources' PostFilter reasons
+DELETED = "deletion of ResourceClaim completed"
 PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 
 
@@ -120,11 +121,15 @@ def preempt_after_failure(
         # the joined reasons with its own.
         dealloc = Decision()
         dealloc.deallocations = view.ev.claims_to_deallocate(pi)[:1]
+        if not dealloc.deallocations:
+            dealloc.claim_deletions = view.ev.special_claim_to_delete(pi)
         outcome = preempt_pod(view, pi)
         message = outcome if isinstance(outcome, str) else outcome.message(snap.node_names)
         fit_error = result.failures.get(pi.key) or result.message
         if dealloc.deallocations and isinstance(outcome, str):
             message = f"{DEALLOCATED}, preemption: {message}"
+        elif dealloc.claim_deletions and isinstance(outcome, str):
+            message = f"{DELETED}, preemption: {message}"
         else:
             message = f"preemption: {message}"
         result.failures[pi.key] = f"{fit_error} {message}"

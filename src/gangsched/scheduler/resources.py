@@ -13,7 +13,13 @@ from typing import Any
 
 from ..api.quantity import milli
 
-__all__ = ["DEFAULT_MEMORY_MILLI", "DEFAULT_MILLI_CPU", "nonzero_requests", "pod_requests"]
+__all__ = [
+    "DEFAULT_MEMORY_MILLI",
+    "DEFAULT_MILLI_CPU",
+    "container_requests",
+    "nonzero_requests",
+    "pod_requests",
+]
 
 DEFAULT_MILLI_CPU = 100
 DEFAULT_MEMORY_MILLI = 200 * 1024 * 1024 * 1000
@@ -29,6 +35,11 @@ def _container_requests(container: Any, non_missing: dict[str, int]) -> dict[str
     for k, v in non_missing.items():
         out.setdefault(k, v)
     return out
+
+
+def container_requests(container: Any) -> dict[str, int]:
+    """One container's requests in milli-units, limits standing in for missing requests (as defaulted)."""
+    return _container_requests(container, {})
 
 
 def _pod_level_supported(resource: str) -> bool:

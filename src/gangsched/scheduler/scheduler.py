@@ -34,12 +34,13 @@ from .decision import (
 from .default_spread import SELECTING_KINDS, PodSelectors
 from .estimates import History
 from .evaluator import Evaluator
+from .extended import dra_requests, resource_classes
 from .hierarchy import Hierarchy, topology_key
 from .hints import RoomNeed, RoomWaiters
 from .labelselector import Selector
 from .outcome import POD_SCHEDULED, bind, group_condition, pod_failed, record_tree
 from .plugins import BoolArray
-from .podinfo import PodInfo, PodKey, is_terminal, pod_info
+from .podinfo import PodInfo, PodKey, is_terminal, pod_info, uses_claims
 from .podtraits import pod_traits
 from .policy import QUEUE_POLICIES, QueuePolicy
 from .postfilter import PostFilterResult, preempt_after_failure
@@ -164,6 +165,9 @@ class Scheduler:
         self._running_in_groups: dict[tuple[str, str], set[PodKey]] = {}
         self._group_of_running: dict[PodKey, tuple[str, str]] = {}
         self.skipped = 0  # cycles not run because the room bound showed they must fail
+        # Extended resource names DeviceClasses serve (DRAExtendedResource): NodeResourcesFit skips them where
+        # no node offers them and DynamicResources allocates devices for them (extended.py).
+        self._dra_resources = frozenset(resource_classes(store.list("DeviceClass")))
         self._snap: Snapshot | None = None
         self._ev: Evaluator | None = None
         self._pods: dict[PodKey, PodInfo] = {}
@@ -230,6 +234,8 @@ class Scheduler:
             self._queue_entries.clear()
         if change.kind in CLAIM_KINDS or change.kind == "Pod":
             self._on_claims_change(change)
+        if change.kind == "DeviceClass":
+            self._on_device_class_change()
         if change.kind in SELECTING_KINDS:
             self._on_selecting_change(change)
         if change.kind in ("Node", "Namespace"):  # namespace labels feed namespaceSelectors
@@ -269,10 +275,29 @@ class Scheduler:
                 if traits is not pi.traits:
                     pi.traits = traits
 
+    def _on_device_class_change(self) -> None:
+        """The resources DeviceClasses serve may have changed: the snapshot's DRA-served rows are rebuilt
+        and each pod asks the claims stage again whether DynamicResources has work for it."""
+        served = frozenset(resource_classes(self.store.list("DeviceClass")))
+        if served == self._dra_resources:
+            return
+        self._dra_resources = served
+        self._snap = self._ev = None
+        for pi in self._pods.values():
+            pi.claims = self._uses_claims(pi)
+
+    def _uses_claims(self, pi: PodInfo) -> bool:
+        """Whether the claims stage filters the pod: claims or volumes, or a resource a DeviceClass serves."""
+        return uses_claims(pi.pod.spec) or bool(
+            self._dra_resources and dra_requests(pi.requests, dict.fromkeys(self._dra_resources))
+        )
+
     def _on_claims_change(self, change: Change) -> None:
         """Storage and device objects feed the claims stage; a change that may let a waiting pod fit
-        (anything but a claim gaining an allocation or a consumer, which is this scheduler's own doing)
-        requeues everyone, as upstream's volume and DRA plugins' queueing hints do for these events."""
+        (anything but a claim gaining an allocation or a consumer, or the special claim for a pod's extended
+        resources being created, which is this scheduler's own doing: the store emits those with `old` the
+        object itself) requeues everyone, as upstream's volume and DRA plugins' queueing hints do for these
+        events."""
         stage = self._ev.claims if self._ev is not None else None
         obj = None if change.action == "delete" else change.obj
         if stage is not None:
@@ -283,7 +308,7 @@ class Scheduler:
             return
         ours = (
             change.kind in ("ResourceClaim", "PersistentVolumeClaim", "PersistentVolume")
-            and change.action == "update"
+            and change.action in ("add", "update")
             and change.obj is change.old
         )
         if not ours:
@@ -320,6 +345,8 @@ class Scheduler:
         if pi is None:
             self._order += 1
             pi = pod_info(pod, self._order, self.use_groups, self._default_selector(pod))
+            if self._dra_resources and not pi.claims:
+                pi.claims = self._uses_claims(pi)
             self._pods[key] = pi
             if pi.group is not None:
                 self._members.setdefault(pi.group, set()).add(key)
@@ -651,7 +678,7 @@ class Scheduler:
 
     def _evaluator(self) -> Evaluator:
         if self._ev is None:
-            snap = Snapshot(self.store.list("Node"))
+            snap = Snapshot(self.store.list("Node"), self._dra_resources)
             self._snap = snap
             self._ev = Evaluator(
                 snap,

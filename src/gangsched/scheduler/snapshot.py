@@ -15,6 +15,12 @@ Pods nominated to a node by preemption (upstream's nominator) are kept apart fro
 in the filters of pods of equal or lower priority (`held_for`), one (resources x nodes) array per priority
 level, so a pod's check costs a sum over the levels at or above its own, not a pass over pods. Placing a
 nominated pod (assume/reserve) takes its nomination away, and the undo gives it back (docs/preemption.md).
+
+Extended resources a DeviceClass serves (`dra_resources`, DRAExtendedResource) are NodeResourcesFit's to skip
+on a node whose allocatable does not offer them (noderesources/fit.go shouldDelegateResourceToDRA):
+DynamicResources allocates devices for them there instead. Their row holds `DRA_SERVED` on those nodes, room
+no request exhausts, so that every fit check, room count and failure message treats them as skipped
+without a rule of its own; `dra_served(resource)` names those nodes.
 """
 
 from __future__ import annotations
@@ -30,13 +36,16 @@ import numpy.typing as npt
 from ..api.quantity import QuantityError, milli
 from .podtraits import PodTraits
 
-__all__ = ["BASE_RESOURCES", "PodVector", "Snapshot", "Taint"]
+__all__ = ["BASE_RESOURCES", "DRA_SERVED", "PodVector", "Snapshot", "Taint"]
 
 BASE_RESOURCES = ("cpu", "memory", "pods", "ephemeral-storage")
 CPU, MEMORY, PODS = 0, 1, 2
 # Quantities beyond this (about 9e12 units: 8 PiB of memory) count as this much, so that no int64 sum in the
 # snapshot overflows; validation accepts `1e38Ei` as upstream does.
 MAX_MILLI = 2**53
+# Allocatable standing for "served by DRA": above any request (MAX_MILLI) even after two such requests are
+# counted as used there (a sum of it over nodes is meaningless: see `dra_rows`).
+DRA_SERVED = MAX_MILLI * 4
 # kubelet's default --max-pods, for Node objects written by hand without allocatable pods.
 DEFAULT_MAX_PODS = 110
 
@@ -86,8 +95,10 @@ def _allocatable(node: Any, seen: dict[tuple[tuple[str, Any], ...], dict[str, in
 class Snapshot:
     """Node state for scheduling. Mutated only through `place` / `remove` (and their undos)."""
 
-    def __init__(self, nodes: Iterable[Any]) -> None:
+    def __init__(self, nodes: Iterable[Any], dra_resources: Iterable[str] = ()) -> None:
         nodes = list(nodes)
+        self.dra_resources = frozenset(dra_resources)
+        self._dra_served: dict[int, BoolArray] = {}  # row -> nodes where DRA serves the resource
         self.node_names: list[str] = [n.metadata.name for n in nodes]
         self.index: dict[str, int] = {name: i for i, name in enumerate(self.node_names)}
         n = len(nodes)
@@ -107,6 +118,8 @@ class Snapshot:
             if cols is not None:
                 for r, v in a.items():
                     self.alloc[self.rindex[r], cols] = v
+        for r in self.dra_resources & set(self.rindex):
+            self._serve_by_dra(self.rindex[r])
         self.used: Int64Array = np.zeros_like(self.alloc)
         self.nonzero_used: Int64Array = np.zeros((2, n), dtype=np.int64)
         self.unschedulable: BoolArray = np.array(
@@ -142,7 +155,22 @@ class Snapshot:
                 self.used = np.vstack([self.used, zeros])
                 self._held = {p: np.vstack([a, zeros]) for p, a in self._held.items()}
                 self._held_for.clear()
+                if resource in self.dra_resources:
+                    self._serve_by_dra(row)
         return row
+
+    def _serve_by_dra(self, row: int) -> None:
+        served = self.alloc[row] == 0
+        self._dra_served[row] = served
+        self.alloc[row, served] = DRA_SERVED
+
+    def dra_rows(self) -> set[int]:
+        """Rows whose allocatable stands for DRA on some nodes: not a capacity to add up."""
+        return set(self._dra_served)
+
+    def dra_served(self, resource: str) -> BoolArray:
+        """Nodes where DynamicResources serves `resource` (one of `dra_resources`): no allocatable of it."""
+        return self._dra_served[self._row(resource)]
 
     def vector(self, requests: dict[str, int], nonzero: tuple[int, int]) -> PodVector:
         rows = [(self._row(r), min(v, MAX_MILLI)) for r, v in requests.items() if v and r != "pods"]

@@ -23,6 +23,7 @@ from .change import Change, Key
 __all__ = ["Change", "Store"]
 
 EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+CLAIM_FINALIZER = "resource.kubernetes.io/delete-protection"  # resourceapi.Finalizer
 
 
 # What the readers look a missing kind up in: one shared mapping they only read (never `setdefault` it).
@@ -186,7 +187,12 @@ class Store:
         self._emit(Change("update", "PersistentVolumeClaim", vb.pvc, pvc, pvc))
 
     def _reserve_claim(self, cr: ClaimReservation) -> None:
-        """status.allocation (when the cycle allocated it) and the consumer in status.reservedFor."""
+        """status.allocation (when the cycle allocated it) and the consumer in status.reservedFor. The
+        special claim of a pod's extended resources is created first (with the finalizer upstream's PreBind
+        adds before allocating) and named in the pod's `status.extendedResourceClaimStatus`."""
+        if cr.create is not None and self.get("ResourceClaim", cr.claim) is None:
+            self._create_special_claim(cr)
+            return
         claim = self.get("ResourceClaim", cr.claim)
         if claim is None:
             return
@@ -198,6 +204,27 @@ class Store:
         if consumer not in (claim.status.reservedFor or []):
             claim.status.reservedFor = [*(claim.status.reservedFor or []), consumer]
         self._emit(Change("update", "ResourceClaim", cr.claim, claim, claim))
+
+    def _create_special_claim(self, cr: ClaimReservation) -> None:
+        """The special claim, allocated and reserved in one step; emitted as an add whose `old` is the
+        object itself, which tells the scheduler it is its own write (nothing to requeue for)."""
+        assert cr.create is not None
+        claim: Any = resource_v1.ResourceClaim.from_dict(cr.create)
+        claim.metadata.finalizers = [CLAIM_FINALIZER]
+        claim.status = resource_v1.ResourceClaimStatus.from_dict(
+            {"allocation": cr.allocation, "reservedFor": [cr.consumer]}
+        )
+        self._objects.setdefault("ResourceClaim", {})[cr.claim] = claim
+        self._seq += 1
+        self._order[("ResourceClaim", cr.claim)] = self._seq
+        self._emit(Change("add", "ResourceClaim", cr.claim, claim, claim))
+        pod = self.get("Pod", (cr.claim[0], cr.consumer["name"]))
+        if pod is not None:
+            if pod.status is None:
+                pod.status = core_v1.PodStatus()
+            pod.status.extendedResourceClaimStatus = core_v1.PodExtendedResourceClaimStatus.from_dict(
+                {"requestMappings": list(cr.request_mappings), "resourceClaimName": cr.claim[1]}
+            )
 
     def _deallocate_claim(self, key: Key) -> None:
         """DynamicResources' PostFilter: status.allocation, reservedFor and devices cleared. The change
@@ -223,6 +250,8 @@ class Store:
             self._reserve_claim(cr)
         for key in decision.deallocations:
             self._deallocate_claim(key)
+        for key in decision.claim_deletions:
+            self.delete("ResourceClaim", key)
         for b in decision.bindings:
             pod = self.get("Pod", b.pod)
             if pod is None:
