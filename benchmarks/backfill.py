@@ -19,6 +19,7 @@ Replays are long: `--only LABEL --json FILE` runs one and keeps everything it me
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import resource
 import subprocess
@@ -51,18 +52,27 @@ def child(path: str, nodes: int, limit: int | None, label: str) -> None:
     import numpy as np
 
     from gangsched.scheduler.backfill import BackfillSettings
-    from gangsched.sim import SimOptions, Workload
-    from gangsched.sim.command import run_one
+    from gangsched.sim import SimOptions, Simulation, Workload
     from gangsched.sim.inputs import gpu_nodes, philly
+    from gangsched.sim.report import job_rows, summary
+    from gangsched.store.change import Change
 
     policy, depth, fair = RUNS[label]
     workload = Workload(gpu_nodes(nodes, 8), philly(path, limit, namespaces=3))
     started, cpu = time.perf_counter(), time.process_time()
     backfill = None if depth is None else BackfillSettings(depth=depth, fair_share=() if fair else None)
-    result, _ = run_one(workload, SimOptions(policy=policy, backfill=backfill))
+    sim = Simulation(workload, SimOptions(policy=policy, backfill=backfill))
+    # Every binding (time, pod, node), hashed: two replays decided alike exactly when their digests match.
+    bindings = hashlib.sha256()
+
+    def bound(change: Change) -> None:
+        if change.action == "bind":
+            bindings.update(f"{sim.now!r} {change.key} {change.obj.spec.nodeName}\n".encode())
+
+    sim.store.subscribe(bound)
+    sim.run()
+    s, jobs = summary(sim), job_rows(sim)
     wall, cpu = time.perf_counter() - started, time.process_time() - cpu
-    s = result["summary"]
-    jobs = result["jobs"]
     big = [j["wait_s"] for j in jobs if j["gpus"] >= BIG]
     out = {
         "label": label,
@@ -86,6 +96,8 @@ def child(path: str, nodes: int, limit: int | None, label: str) -> None:
         "waits": [j["wait_s"] for j in jobs],
         "gpus": [j["gpus"] for j in jobs],
         "cycles": s["cycles"],
+        "bindings_sha256": bindings.hexdigest(),
+        "summary_sha256": hashlib.sha256(json.dumps(s, sort_keys=True).encode()).hexdigest(),
     }
     print(json.dumps(out))
 
@@ -228,7 +240,8 @@ def main() -> None:
         for label in args.only.split(",") if args.only else list(RUNS):
             r = run(args.path, args.nodes, args.limit, label)
             line = (f"{label}: {r['jobs']:,} jobs, wall {r['wall_s']:.0f} s, cpu {r['cpu_s']:.0f} s, "
-                    f"peak RSS {r['rss_mib']:.0f} MiB, {r['cycles']:,} cycles")  # fmt: skip
+                    f"peak RSS {r['rss_mib']:.0f} MiB, {r['cycles']:,} cycles, "
+                    f"bindings {r['bindings_sha256'][:12]}, summary {r['summary_sha256'][:12]}")  # fmt: skip
             print(line, file=sys.stderr, flush=True)
             results.append(r)
             if args.json:  # after each replay: what finished is kept if a later one is stopped

@@ -44,10 +44,11 @@ from .plan import (
     INFINITE,
     PlanSettings,
     Reservation,
+    Running,
+    RunningIndex,
     RunningWork,
     earliest_start,
     root_estimate,
-    running_work,
     started_at,
 )
 from .plugins import BoolArray
@@ -132,6 +133,9 @@ class Backfill:
     _estimates: dict[RootKey, Estimate] = field(default_factory=dict)
     _planned: set[RootKey] = field(default_factory=set)  # the roots the last plan gave a start
     _late: dict[RootKey, float] = field(default_factory=dict)  # work that ended past its estimate, when
+    # The running work, kept up to date between plans from the pods that changed (`touch`): reading every
+    # running pod at every plan cost most of a plan.
+    _running: RunningIndex | None = None
 
     # --- what changes the plan ---------------------------------------------------------------------------
     def touch(self, change: Change | None = None) -> None:
@@ -143,9 +147,12 @@ class Backfill:
         `history`, a pod that ends after running records its run time under its owner (a root's estimate
         is made when the planner first needs it and again when the root starts)."""
         if change is None or change.kind != "Pod":
+            self.objects_changed()
             self.changed = True
             return
         pod, old = change.obj, change.old
+        if self._running is not None and (pod.spec.nodeName or (old is not None and old.spec.nodeName)):
+            self._running.pod_changed(change.key)  # it may have started, moved or ended
         ended = change.action == "delete" or is_terminal(pod)
         was_running = (old if old is not None else pod).spec.nodeName and not (
             old is not None and is_terminal(old)
@@ -167,6 +174,17 @@ class Backfill:
                 owner = ("PodGroup", pod.metadata.namespace or "", pod.spec.schedulingGroup.podGroupName)
             if started is not None and owner is not None:
                 self.history.record(owner, now - started)
+
+    def objects_changed(self) -> None:
+        """An object other than a pod changed (a group, a node): running pods may map to other roots now."""
+        if self._running is not None:
+            self._running.reset()
+
+    def running(self, now: float) -> Running:
+        """The running work at `now` (plan.running_work)."""
+        if self._running is None:
+            self._running = RunningIndex(self.scheduler, self.settings.plan, self.history, self._estimates)
+        return self._running.get(now)
 
     @property
     def _order_moves(self) -> bool:
@@ -284,7 +302,9 @@ class Backfill:
         s = self.settings
         settings = s.plan
         old = self.reservations
-        running = running_work(self.scheduler, now, settings, self.history, self._estimates)
+        # Built when a root needs it (often none waits), but at every plan with history estimates: a running
+        # root's estimate is fixed when a plan first sees it running, and history moves between plans.
+        running = self.running(now) if self.history is not None else None
         held: list[Reservation] = []
         # Depth 0 keeps no reservation but still plans the head, so that its ETA is known (explain, and
         # ETA accuracy in a replay) under any policy.
@@ -295,6 +315,8 @@ class Backfill:
             place = self.scheduler.placer(queued.key)
             if place is None:
                 continue
+            if running is None:
+                running = self.running(now)
             r = earliest_start(
                 self.scheduler, queued.key, place, self.estimate(queued.key), running, held, now, settings
             )
@@ -306,7 +328,7 @@ class Backfill:
                 continue
             before = old.get(queued.key)
             if before is not None and r.start > before.start + 1e-9:
-                causes = self._causes(before, r, running.works)
+                causes = self._causes(before, r, self.running(now).works)
                 self.slips.append(Slip(queued.key, now, before.start, r.start, causes))
             if r.start <= now:
                 # It fits now: give it its cycle, and hold its nodes until then, or roots before it in queue

@@ -18,25 +18,28 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from .cycle import Code
-from .estimates import LIVE, Estimate, History, estimate_of
+from .estimates import LIVE, UNKNOWN, Estimate, History, estimate_of
 from .plugins import BoolArray
 from .podinfo import PodKey, is_terminal
 from .queue import RootKey
 
 if TYPE_CHECKING:
     from .scheduler import Placer, Scheduler
+    from .snapshot import Snapshot
 
 __all__ = [
     "INFINITE",
     "PlanSettings",
     "Reservation",
+    "Running",
+    "RunningIndex",
     "RunningWork",
     "earliest_start",
     "plan_queue",
@@ -147,6 +150,163 @@ class Running:
     pod_work: npt.NDArray[np.intp]  # per pod: index of its work
     pod_node: npt.NDArray[np.intp]
     pod_use: npt.NDArray[np.int64]  # [resource row, pod]
+    # Whether `now` shaped nothing here (every start known, no work overrun): then the same running pods
+    # give the same Running at any later time before the first expected end (`still_valid`).
+    timeless: bool = False
+
+    def still_valid(self, now: float) -> bool:
+        """Would the same running pods at `now` give exactly this?"""
+        return self.timeless and (not self.works or self.works[0].end > now)
+
+
+@dataclass(slots=True)
+class _RunningRoot:
+    """What a running root's pods say, apart from the time: `work` is its RunningWork when its start is
+    known (else it starts "now" at each plan), `release` that work's end on the plan's grid."""
+
+    pods: dict[PodKey, None]  # in the order they were seen running
+    estimate: Estimate = UNKNOWN
+    nodes: frozenset[int] = frozenset()
+    work: RunningWork | None = None
+    release: float = INFINITE
+    pod_node: npt.NDArray[np.intp] = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
+    pod_use: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+
+
+class RunningIndex:
+    """The running work, kept between plans: a plan reads it in time proportional to the running roots, and
+    only pods that changed since the last read (`pod_changed`) are looked at again, where reading every
+    running pod's root, start and usage at every plan cost most of a plan. `reset` forgets everything
+    (objects that map pods to roots changed). Reads the scheduler's snapshot; not thread-safe.
+
+    Contract: `get(now)` returns what `running_work` defines: every root with bound, unfinished pods on known
+    nodes, by expected end, then by root."""
+
+    def __init__(
+        self,
+        scheduler: Scheduler,
+        settings: PlanSettings,
+        history: History | None = None,
+        estimates: dict[RootKey, Estimate] | None = None,
+    ) -> None:
+        self.scheduler = scheduler
+        self.settings = settings
+        self.history = history
+        self.estimates = estimates if estimates is not None else {}
+        self._snap: Snapshot | None = None
+        self._rows = -1
+        self._root_of: dict[PodKey, RootKey] = {}  # running pod -> its root
+        self._roots: dict[RootKey, _RunningRoot] = {}
+        self._dirty: dict[PodKey, None] = {}
+        self._all = True
+        self._last: Running | None = None
+
+    def pod_changed(self, key: PodKey) -> None:
+        self._dirty[key] = None
+
+    def reset(self) -> None:
+        self._all = True
+
+    def _running_root(self, key: PodKey, snap: Snapshot) -> RootKey | None:
+        """The root of `key` if it is a running pod the snapshot counts, else None."""
+        if key not in snap.placed:
+            return None
+        try:
+            pi = self.scheduler.pod(key)
+        except KeyError:
+            return None  # held for a pod the scheduler does not track
+        if pi.pod.spec.nodeName and not is_terminal(pi.pod):
+            return self.scheduler.root_of(pi)
+        return None
+
+    def get(self, now: float) -> Running:
+        snap = self.scheduler.snapshot()
+        if snap is not self._snap or len(snap.resources) != self._rows:
+            self._all = True
+        touched: dict[RootKey, None] = {}
+        if self._all:
+            self._all, self._snap, self._rows = False, snap, len(snap.resources)
+            self._root_of.clear()
+            self._roots.clear()
+            self._dirty.clear()
+            keys: Iterable[PodKey] = list(snap.placed)  # the placed pods only: the pending can be many more
+        else:
+            keys, self._dirty = self._dirty, {}
+        for key in keys:
+            root = self._running_root(key, snap)
+            old = self._root_of.get(key)
+            if old is not None:
+                touched[old] = None
+                if old != root:
+                    del self._roots[old].pods[key]
+                    del self._root_of[key]
+            if root is not None:
+                touched[root] = None
+                if old != root:
+                    self._root_of[key] = root
+                    self._roots.setdefault(root, _RunningRoot({})).pods[key] = None
+        for root in touched:
+            self._refresh(root, snap)
+        last = self._last
+        if not touched and last is not None and last.still_valid(now):
+            return last
+        self._last = self._assemble(now)
+        return self._last
+
+    def _refresh(self, root: RootKey, snap: Snapshot) -> None:
+        entry = self._roots.get(root)
+        if entry is None:
+            return
+        if not entry.pods:
+            del self._roots[root]
+            return
+        estimate = self.estimates.get(root)
+        if estimate is None:
+            estimate = self.estimates[root] = root_estimate(self.scheduler, root, self.history)
+        pods = [self.scheduler.pod(key) for key in entry.pods]
+        starts = [t for pi in pods if (t := started_at(pi.pod)) is not None]
+        placed = [snap.placed[key] for key in entry.pods]
+        entry.pod_node = np.array([node for node, _ in placed], dtype=np.intp)
+        entry.pod_use = np.zeros((len(snap.resources), len(placed)), dtype=np.int64)
+        for j, (_, vec) in enumerate(placed):
+            for row, v in vec.rows:
+                entry.pod_use[row, j] = v
+        entry.estimate, entry.nodes = estimate, frozenset(entry.pod_node.tolist())
+        entry.work, entry.release = None, INFINITE
+        if starts:
+            start = min(starts)
+            end = start + estimate.seconds if estimate.seconds is not None else INFINITE
+            entry.work = RunningWork(root, tuple(entry.pods), entry.nodes, start, end, estimate)
+            entry.release = self.settings.round_up(end)
+
+    def _assemble(self, now: float) -> Running:
+        timeless = True
+        works: list[tuple[RunningWork, float, _RunningRoot]] = []
+        for root, entry in self._roots.items():
+            work = entry.work
+            if work is not None and work.end > now:
+                works.append((work, entry.release, entry))
+                continue
+            timeless = False
+            if work is None:  # no start known: it starts now
+                seconds = entry.estimate.seconds
+                end = now + seconds if seconds is not None else INFINITE
+                work = RunningWork(root, tuple(entry.pods), entry.nodes, now, end, entry.estimate)
+            if work.end <= now:  # overrun: expected to end any moment now
+                work = replace(work, end=now + self.settings.resolution, overrun=True)
+            works.append((work, self.settings.round_up(work.end), entry))
+        works.sort(key=lambda w: (w[0].end, w[0].root))
+        rows = len(self._snap.resources) if self._snap is not None else 0
+        return Running(
+            [w for w, _, _ in works],
+            np.array([r for _, r, _ in works], dtype=np.float64),
+            np.repeat(np.arange(len(works), dtype=np.intp), [len(e.pods) for _, _, e in works]),
+            np.concatenate([e.pod_node for _, _, e in works]) if works else np.zeros(0, dtype=np.intp),
+            np.concatenate([e.pod_use for _, _, e in works], axis=1)
+            if works
+            else np.zeros((rows, 0), dtype=np.int64),
+            timeless,
+        )
 
 
 def running_work(
@@ -156,47 +316,11 @@ def running_work(
     history: History | None = None,
     estimates: dict[RootKey, Estimate] | None = None,
 ) -> Running:
-    """Every root with bound, unfinished pods on known nodes, by expected end (then by root). `estimates`
-    caches roots' estimates between calls (a running root's does not change)."""
-    snap = scheduler.snapshot()
-    by_root: dict[RootKey, list[Any]] = {}
-    for key in snap.placed:  # the placed pods only: the pending ones can be many more
-        try:
-            pi = scheduler.pod(key)
-        except KeyError:
-            continue  # held for a pod the scheduler does not track
-        if pi.pod.spec.nodeName and not is_terminal(pi.pod):
-            by_root.setdefault(scheduler.root_of(pi), []).append(pi)
-    cache = estimates if estimates is not None else {}
-    works = []
-    for root, infos in by_root.items():
-        estimate = cache.get(root)
-        if estimate is None:
-            estimate = cache[root] = root_estimate(scheduler, root, history)
-        starts = [t for pi in infos if (t := started_at(pi.pod)) is not None]
-        start = min(starts) if starts else now
-        end = start + estimate.seconds if estimate.seconds is not None else INFINITE
-        overrun = end <= now
-        if overrun:
-            end = now + settings.resolution
-        nodes = frozenset(snap.placed[pi.key][0] for pi in infos)
-        works.append(RunningWork(root, tuple(pi.key for pi in infos), nodes, start, end, estimate, overrun))
-    works.sort(key=lambda w: (w.end, w.root))
-    keys = [(i, key) for i, w in enumerate(works) for key in w.pods]
-    use = np.zeros((len(snap.resources), len(keys)), dtype=np.int64)
-    nodes_of = np.zeros(len(keys), dtype=np.intp)
-    for j, (_, key) in enumerate(keys):
-        node, vec = snap.placed[key]
-        nodes_of[j] = node
-        for row, v in vec.rows:
-            use[row, j] = v
-    return Running(
-        works,
-        np.array([settings.round_up(w.end) for w in works], dtype=np.float64),
-        np.array([i for i, _ in keys], dtype=np.intp),
-        nodes_of,
-        use,
-    )
+    """Every root with bound, unfinished pods on known nodes, by expected end (then by root); work whose
+    start is unknown starts now, work past its expected end is expected to end at `now + resolution`.
+    `estimates` caches roots' estimates between calls (a running root's does not change). A planner that
+    reads it again and again keeps a RunningIndex instead."""
+    return RunningIndex(scheduler, settings, history, estimates).get(now)
 
 
 def _free_of(reservations: Iterable[Reservation], start: float, end: float, n: int) -> BoolArray:
