@@ -27,6 +27,7 @@ State is kept between cycles; nothing here writes to the store or emits a Decisi
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from collections.abc import Iterable
@@ -392,23 +393,29 @@ class Backfill:
         if not self.reservations:
             return None
         ev = self.scheduler.evaluator()
-        masks: dict[tuple[RootKey, ...], BoolArray] = {}
-        rooms: dict[tuple[Any, tuple[RootKey, ...]], int] = {}
+        # A reservation holds against a root running over [now, end) when it starts before `end` (and has
+        # not ended): with the reservations by start, those are a prefix, found by bisection.
+        live = sorted((r.start, k) for k, r in self.reservations.items() if now < r.end)
+        starts = [start for start, _ in live]
+        keys = [k for _, k in live]
+        masks: dict[tuple[int, RootKey | None], BoolArray] = {}
+        rooms: dict[tuple[Any, int, RootKey | None], int] = {}
 
         def fits(root: RootKey, like: PodInfo, need: int) -> bool:
             est = self.estimate(root).seconds
-            end = now + est if est is not None else INFINITE
-            holding = tuple(k for k, r in self.reservations.items() if k != root and r.holds(now, end))
-            if not holding:
+            n = bisect.bisect_left(starts, now + est if est is not None else INFINITE)
+            own = root if root in self.reservations and root in keys[:n] else None  # never against itself
+            if n == 0 or (n == 1 and own is not None):
                 return True
-            room = rooms.get((like.signature, holding))
+            room = rooms.get((like.signature, n, own))
             if room is None:
-                mask = masks.get(holding)
+                mask = masks.get((n, own))
                 if mask is None:
-                    mask = masks[holding] = np.ones(len(ev.snap), dtype=bool)
-                    for k in holding:
-                        mask[sorted(self.reservations[k].nodes)] = False
-                room = rooms[like.signature, holding] = ev.room_for(like, mask)
+                    mask = masks[n, own] = np.ones(len(ev.snap), dtype=bool)
+                    for k in keys[:n]:
+                        if k != own:
+                            mask[sorted(self.reservations[k].nodes)] = False
+                room = rooms[like.signature, n, own] = ev.room_for(like, mask)
             return room >= need
 
         return fits
