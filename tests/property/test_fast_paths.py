@@ -6,7 +6,8 @@ made when the shortcuts are switched off:
 - PodTopologySpread returning the same rejections while a lone hard constraint's per-domain verdict holds
   (and the evaluator then keeping its combined pods-stage verdict);
 - find_node taking the resource-scores-only path when no pods-stage filter rejects a node and every
-  pods-stage score plugin skips the pod;
+  pods-stage score plugin skips the pod, and there its best score and tied nodes kept from the previous
+  pod rather than scanned again;
 - topology placement of a one-class group scored from kept per-domain sums (`topology._fast`) rather than by
   running the cycle in every placement (`topology._full`), over all nodes and inside a parent placement.
 """
@@ -132,6 +133,13 @@ def _without_shortcuts(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(pod_topology_spread, "_lone_verdict", always_fresh)
     monkeypatch.setattr(evaluator.Evaluator, "_pods_scores_skip", lambda self, layer: False)
+    scan = evaluator._best
+
+    def always_scanned(c: Any) -> tuple[int, list[int]]:
+        c.top = None
+        return scan(c)
+
+    monkeypatch.setattr(evaluator, "_best", always_scanned)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -266,3 +274,46 @@ def test_kept_room_counts_what_the_free_capacity_holds(
             assert ev.room_for(like, even) == sum(per_node[::2])
     for op in sorted(seen):
         event(f"asked after {op}")
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    cpus=st.lists(st.sampled_from([1, 2, 4]), min_size=1, max_size=7),
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["place", "place", "remove", "burst"]), st.integers(0, 6), st.integers(1, 4)
+        ),
+        max_size=30,
+    ),
+)
+def test_kept_best_nodes_are_the_best_of_a_fresh_scan(
+    cpus: list[int], steps: list[tuple[str, int, int]]
+) -> None:
+    """find_node's kept best score and tied nodes (evaluator._best: refreshed node by node from the change
+    log, found again after a bulk refresh) always equal a scan of the class's scores: the highest, and every
+    node that has it in node order. By hand: an empty node of the most CPU is among them (the probe asks for
+    CPU only, so on a node of the same size every pod placed lowers both the free share and the balance)."""
+    nodes = [
+        node(f"n{i}", allocatable={"cpu": str(c), "memory": "8Gi", "pods": "110"}) for i, c in enumerate(cpus)
+    ]
+    ev = evaluator.Evaluator(Snapshot(nodes), np.random.default_rng(0))
+    snap = ev.snap
+    probe = pod_info(pod("probe", cpu="500m"), 0)
+    placed: list[tuple[tuple[str, str], int]] = []
+    ties: list[int] = []
+    for i, (op, at, quarters) in enumerate(steps):
+        if op in ("place", "burst") and at < len(cpus):
+            for j in range(1 if op == "place" else 12):  # 12 changes: a bulk refresh of the class
+                pi = pod_info(pod(f"p{i}-{j}", cpu=f"{quarters * 250}m", node_name=f"n{at}"), len(placed) + 1)
+                snap.place(pi.key, at, ev.vector(pi), pi.traits)
+                placed.append((pi.key, at))
+        elif op == "remove" and placed:
+            snap.remove(placed.pop(at % len(placed))[0])
+        c = ev._class(probe)
+        top, ties = evaluator._best(c)
+        assert top == int(c.masked.max())
+        assert ties == np.flatnonzero(c.masked == top).tolist()
+        busy = {n for _, n in placed}
+        empty_biggest = {n for n, cpu in enumerate(cpus) if n not in busy and cpu == max(cpus)}
+        assert not empty_biggest or empty_biggest & set(ties)
+    event(f"tied nodes at the end: {min(len(ties), 3)}{'+' if len(ties) >= 3 else ''}")

@@ -12,6 +12,7 @@ while placed pods carry affinity terms of their own. A Profile can switch plugin
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
@@ -187,6 +188,10 @@ class _Class:
     synced: int
     spec: Any
     refusal: str | None = None  # a PreFilter's rejection of the pod itself: no node is feasible
+    # The best of `masked` and the nodes that have it, in node order (`_best`), kept in step with the
+    # column-by-column refreshes; None: to be found again.
+    top: int | None = None
+    ties: list[int] = field(default_factory=list)
 
     @property
     def static_rejections(self) -> Rejections:
@@ -195,6 +200,36 @@ class _Class:
         for rejections in self.rejections_by_plugin.values():
             out += rejections
         return out
+
+
+def _best(c: _Class) -> tuple[int, list[int]]:
+    """(the best of `c.masked`, the nodes that have it in node order): kept from the last call unless a
+    refresh invalidated it, so that a pod need not scan every node for a maximum that one placement rarely
+    moves."""
+    if c.top is None:
+        masked = c.masked
+        c.top = int(_max(masked)) if masked.size else -1
+        c.ties = (masked == c.top).nonzero()[0].tolist()
+    return c.top, c.ties
+
+
+def _retie(c: _Class, cols: set[int]) -> None:
+    """Bring `c.top` and `c.ties` in step with new values of `c.masked` on `cols`; a value above the top,
+    or no tie left, leaves them to be found again."""
+    top, ties, masked = c.top, c.ties, c.masked
+    for col in cols:
+        value = masked[col]
+        if value > top:
+            c.top = None
+            return
+        i = bisect_left(ties, col)
+        present = i < len(ties) and ties[i] == col
+        if value == top and not present:
+            ties.insert(i, col)
+        elif value < top and present:
+            del ties[i]
+    if not ties:
+        c.top = None
 
 
 @dataclass(slots=True, eq=False)
@@ -284,6 +319,7 @@ class Evaluator:
                 balanced_allocation.score(snap, c.vec, cols) * bal_w
             )
             c.masked[cols] = np.where(fit, score, -1)
+            c.top = None
             return
         most = self._resource_score is node_resources_fit.most_allocated
         for col in cols:
@@ -293,6 +329,8 @@ class Evaluator:
             c.masked[col] = node_resources_fit.score_one(snap, c.vec, col, most) * fit_w + (
                 balanced_allocation.score_one(snap, c.vec, col) * bal_w
             )
+        if c.top is not None:
+            _retie(c, cols)
 
     def _class(self, pi: PodInfo) -> _Class:
         snap = self.snap
@@ -560,11 +598,14 @@ class Evaluator:
         ):
             # Only the resource scores count and every node the class fits is feasible: the best of
             # `masked`, ties broken as below (same count of tied nodes, in node order).
-            top = _max(masked) if masked.size else -1
+            if masked is c.masked:
+                top, best = _best(c)
+            else:
+                top = _max(masked) if masked.size else -1
+                best = (masked == top).nonzero()[0].tolist()
             if top < 0:
                 return self._failure(c, None, candidates, pi)
-            best = (masked == top).nonzero()[0]
-            pick = int(best[0] if best.size == 1 else best[self.rng.integers(best.size)])
+            pick = int(best[0] if len(best) == 1 else best[self.rng.integers(len(best))])
             return pick if scope is None else int(scope[pick])
         feasible = masked >= 0
         if layer is not None:
