@@ -135,7 +135,11 @@ def test_the_page() -> None:
     assert column(queue, "priority") == ["1000", "0"]
     assert column(queue, "pods waiting") == ["1", "2"]
     assert all(state in ("unschedulable", "backoff") for state in column(queue, "waits in"))
-    assert column(queue, "last reason")[1].startswith("minCount (2) cannot be satisfied")
+    # the group's condition as upstream writes it with TopologyAwareWorkloadScheduling on (gangsched default)
+    assert column(queue, "last reason")[1].startswith(
+        "pod group is unschedulable, 0/1 placements are available, first placement status: "
+        "minCount (2) cannot be satisfied"
+    )
 
     gated = got["gated"]
     assert column(gated, "pod") == ["ml/d-0"]

@@ -73,8 +73,12 @@ def test_a_gang_too_big_for_the_node_waits_whole(tmp_path: Path) -> None:
         "False",
         "Unschedulable",
     )
-    # The cycle's own words first; the scheduler may append what preemption found.
-    assert condition["message"].startswith("minCount (4) cannot be satisfied: 3 scheduled, 0 remaining")
+    # The cycle's own words first, as the placement algorithm reports its one infeasible placement
+    # (TopologyAwareWorkloadScheduling is on by default); the scheduler may append what preemption found.
+    assert condition["message"].startswith(
+        "pod group is unschedulable, 0/1 placements are available, first placement status: "
+        "minCount (4) cannot be satisfied: 3 scheduled, 0 remaining"
+    )
 
 
 def test_min_count_decrease_written_back_lets_the_gang_start(tmp_path: Path) -> None:

@@ -34,9 +34,11 @@ def test_gang_admits_train_a_whole_and_train_b_waits_with_two_gpus_idle() -> Non
     last = _steps()[-1].gang
     assert (last.bound, last.idle_gpus, last.runnable) == ({"train-a": 6, "train-b": 0}, 2, ["train-a"])
     # train-b's first pod fit on one of the 2 free GPUs, the gang did not: upstream tells such a pod the
-    # group's status wrapped in errPodGroupUnschedulable
+    # group's status wrapped in errPodGroupUnschedulable, and that status is the placement algorithm's
+    # (TopologyAwareWorkloadScheduling on: one placement of all nodes, not feasible)
     assert last.waiting["train-b"].startswith(
-        "pod group is unschedulable, minCount (6) cannot be satisfied: 2 scheduled, 3 remaining"
+        "pod group is unschedulable, pod group is unschedulable, 0/1 placements are available, "
+        "first placement status: minCount (6) cannot be satisfied: 2 scheduled, 3 remaining"
     )
 
 

@@ -205,7 +205,12 @@ def test_a_gang_waiting_on_preemption_tells_untried_members_the_cycles_status() 
     carries the preemption (applyPodGroupPostFilterResult), g1 its FitError."""
     store, scheduler, clock = setup()
     step(store, scheduler, clock)
-    cycle = "minCount (3) cannot be satisfied: 0 scheduled, 2 remaining"
+    # TopologyAwareWorkloadScheduling is on: the group's one placement (all nodes) was not feasible
+    # (podGroupSchedulingPlacementAlgorithm), so its status is wrapped, and that is what g2 and g3 are copied.
+    cycle = (
+        "pod group is unschedulable, 0/1 placements are available, first placement status: "
+        "minCount (3) cannot be satisfied: 0 scheduled, 2 remaining"
+    )
     assert (
         group_message(store)
         == f"{cycle}, pod group preemption: found a placement for podgroup, preempting 3 victims"

@@ -25,8 +25,13 @@ from .test_nominations import Clock, objects, pod, step
 SCENARIO = Path(__file__).parents[1] / "scenarios" / "preemption" / "composite-tree-preempts-lone-pods.yaml"
 FOUND = ", pod group preemption: found a placement for podgroup, preempting 2 victims"
 ONGOING = ", pod group preemption: ongoing preemption on nominated nodes"
-ROOT = "minCount (2) cannot be satisfied: 0 scheduled, 1 remaining"
-PS = "minCount (1) cannot be satisfied: 0 scheduled, 0 remaining"
+# Every group of a tree goes through upstream's placement algorithm (one placement without a constraint),
+# which reports a group none of whose placements is feasible as `0/1 placements are available, first
+# placement status: <its status>`, wrapped in errPodGroupUnschedulable
+# (compositePodGroupSchedulingPlacementAlgorithm for train, podGroupSchedulingPlacementAlgorithm for ps).
+PLACEMENT = "pod group is unschedulable, 0/1 placements are available, first placement status: "
+ROOT = PLACEMENT + "minCount (2) cannot be satisfied: 0 scheduled, 1 remaining"
+PS = PLACEMENT + "minCount (1) cannot be satisfied: 0 scheduled, 0 remaining"
 
 
 def setup() -> tuple[Store, Scheduler, Clock]:

@@ -73,6 +73,10 @@ class GroupResult:
     fit: set[PodKey] = field(default_factory=set)
     cycle_message: str = ""
     wrapped: bool = False
+    # Succeeded without placing a pod (the members already bound meet minCount), which this cycle reports
+    # as a root's (runRootSchedulingAlgorithm): upstream's placement algorithm counts such a placement as
+    # feasible, so no `0/N placements` wrapping applies, and inside a tree it is a success for the parent.
+    none_placed: bool = False
 
     def pod_message(self, key: PodKey, *, waiting: bool = False) -> str:
         """What a pod of this failed cycle is told (upstream's submitPodGroupAlgorithmResult): its own
@@ -151,6 +155,7 @@ def run_group_cycle(ev: Evaluator, attempt: GroupAttempt, candidates: BoolArray 
     if result.code == Code.SUCCESS and not result.placed:
         # upstream requires one pod scheduled in the cycle for a success (runRootSchedulingAlgorithm)
         result.code, result.message, result.wrapped = Code.UNSCHEDULABLE, GROUP_UNSCHEDULABLE, True
+        result.none_placed = True
     if result.code != Code.SUCCESS:
         revert()
         result.fit = {pi.key for pi, _ in result.placed}

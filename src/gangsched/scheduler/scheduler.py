@@ -48,8 +48,8 @@ from .preemption import PreemptionView
 from .queue import MAX_UNSCHEDULABLE_SECONDS, QueuedRoot, RootKey, SchedulingQueue
 from .recovery import WAIT, Recovery
 from .snapshot import Snapshot
-from .topology import place_with_topology
-from .tree import TreeNode, TreeResult, evaluate
+from .topology import in_one_placement, place_with_topology
+from .tree import TreeNode, TreeResult, evaluate_root
 from .victims import group_priority
 
 if TYPE_CHECKING:
@@ -833,7 +833,7 @@ class Scheduler:
             if tree is None or invalid is not None:
                 return None
             pods = tuple(pi for n in tree.walk() if n.attempt is not None for pi in n.attempt.pods)
-            return Placer(lambda nodes: evaluate(ev, tree, nodes, limit), pods, 1, tree=True)
+            return Placer(lambda nodes: evaluate_root(ev, tree, nodes, limit), pods, 1, tree=True)
         pg = self.store.get("PodGroup", (ns, name))
         pending, bound = self._group_members((ns, name))
         if pg is None or not pending:
@@ -891,10 +891,13 @@ class Scheduler:
         self, pg: Any, attempt: GroupAttempt, bound: list[PodInfo], nodes: BoolArray | None = None
     ) -> GroupResult:
         """The PodGroup cycle on `nodes` (all when None), inside the best topology domain when the group is
-        constrained."""
-        key = topology_key(pg, self.store) if self.gates.topology_aware_workload_scheduling else None
+        constrained; with TopologyAwareWorkloadScheduling on, a failure reads as upstream's placement
+        algorithm reports it (`0/N placements are available, ...`, N = 1 without a constraint)."""
+        if not self.gates.topology_aware_workload_scheduling:
+            return run_group_cycle(self._evaluator(), attempt, nodes)  # upstream's default algorithm
+        key = topology_key(pg, self.store)
         if key is None:
-            return run_group_cycle(self._evaluator(), attempt, nodes)
+            return in_one_placement(run_group_cycle(self._evaluator(), attempt, nodes))
         fixed = {d for pi in bound if (d := self._domain_of(pi.pod.spec.nodeName, key)) is not None}
         return place_with_topology(
             self._evaluator(), attempt, key, nodes, fixed, use_limit=self.profile.placement_limit
@@ -1094,9 +1097,9 @@ class Scheduler:
         else:
             allowed = self._backfill_nodes(root, now)
             ev, limit = self._evaluator(), self.profile.placement_limit
-            result = evaluate(ev, tree, allowed, limit)
+            result = evaluate_root(ev, tree, allowed, limit)
             # upstream's pgSchedulingFunc: runRootSchedulingAlgorithm again, the whole tree on every node
-            rerun = lambda: evaluate(ev, tree, None, limit)  # noqa: E731
+            rerun = lambda: evaluate_root(ev, tree, None, limit)  # noqa: E731
         return self._finish_tree(root, nodes, pending, result, now, rerun, invalid=invalid is not None)
 
     def _finish_tree(

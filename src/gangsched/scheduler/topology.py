@@ -31,8 +31,11 @@ __all__ = [
     "Placement",
     "adaptive_placement_limit",
     "choose",
+    "in_one_placement",
+    "no_placement_fits",
     "place_with_topology",
     "placements",
+    "placements_status",
     "several_domains",
 ]
 
@@ -184,6 +187,40 @@ def _full(
     )
 
 
+def placements_status(first_message: str, first_wrapped: bool, count: int) -> str:
+    """Upstream's status message when none of a group's `count` placements is feasible
+    (podGroupSchedulingPlacementAlgorithm, compositePodGroupSchedulingPlacementAlgorithm): Unschedulable,
+    wrapped in errPodGroupUnschedulable, naming the first placement's status by its AsError(), which is
+    that error alone when the status carries it (`first_wrapped`), else the status's message."""
+    first_status = GROUP_UNSCHEDULABLE if first_wrapped else first_message
+    return group_unschedulable(f"0/{count} placements are available, first placement status: {first_status}")
+
+
+def no_placement_fits(first: GroupResult, count: int) -> GroupResult:
+    """`first` (the first placement's failed cycle) as upstream reports a group none of whose `count`
+    placements is feasible: the first placement's pods, under the wrapped status. An error is not a
+    feasibility result: upstream returns it at once, as it is."""
+    if first.code == Code.ERROR:
+        return first
+    first.code = Code.UNSCHEDULABLE
+    first.message = first.cycle_message = placements_status(first.message, first.wrapped, count)
+    first.wrapped = True
+    first.placed = []
+    return first
+
+
+def in_one_placement(result: GroupResult) -> GroupResult:
+    """A group without a topology constraint under TopologyAwareWorkloadScheduling: upstream still runs its
+    placement algorithm (podGroupSchedulingAlgorithm), with the one placement TopologyPlacement generates
+    for it (its parent's nodes, all nodes for a root), so a failed cycle reads `0/1 placements are
+    available, ...`. A cycle that succeeded without placing a pod is left as it is: its placement was
+    feasible, and only the root fails such a cycle. With the gate off (the default algorithm) the cycle's
+    own status stands: do not call this then."""
+    if result.code == Code.SUCCESS or result.none_placed:
+        return result
+    return no_placement_fits(result, 1)
+
+
 def place_with_topology(
     ev: Evaluator,
     attempt: GroupAttempt,
@@ -224,15 +261,7 @@ def place_with_topology(
         index, pods, most = index[:keep], pods[:keep], most[:keep]
     if index.size == 0:
         first = first or run_group_cycle(ev, attempt, options[0].nodes)  # failed: left nothing behind
-        if first.code != Code.ERROR:
-            first.code = Code.UNSCHEDULABLE
-        first_status = GROUP_UNSCHEDULABLE if first.wrapped else first.message  # its AsError()
-        reasons = f"0/{len(options)} placements are available, first placement status: {first_status}"
-        # upstream reports the first placement's pods, under a status wrapped in errPodGroupUnschedulable
-        first.message = first.cycle_message = group_unschedulable(reasons)
-        first.wrapped = True
-        first.placed = []
-        return first
+        return first if first.none_placed else no_placement_fits(first, len(options))
     best = options[int(index[choose(pods, most, ev)])]
     result = run_group_cycle(ev, attempt, best.nodes)
     if result.code == Code.SUCCESS:

@@ -5,7 +5,10 @@ inside a placement its children are evaluated in creation order, each restricted
 backtracking between siblings. After each child the composite's feasibility is checked over children
 (minGroupCount: success S >= M, keep going while S + R >= M). A placement's reservations are reverted after
 it is scored; the chosen placement's pod positions are re-reserved exactly. Everything is rolled back when
-the root fails.
+the root fails. As upstream (CompositePodGroup requires TopologyAwareWorkloadScheduling), every group goes
+through the placement algorithm, so a group none of whose placements is feasible, one without a constraint
+included, reports `0/N placements are available, ...`; a group that succeeds without placing a pod counts
+as a success for its parent, and only the root fails such a cycle (`evaluate_root`).
 """
 
 from __future__ import annotations
@@ -31,13 +34,15 @@ from .topology import (
     NO_PLACEMENTS,
     Placement,
     choose,
+    in_one_placement,
     most_allocated,
     place_with_topology,
     placements,
+    placements_status,
     several_domains,
 )
 
-__all__ = ["GroupKey", "TreeNode", "TreeResult", "evaluate"]
+__all__ = ["GroupKey", "TreeNode", "TreeResult", "evaluate", "evaluate_root"]
 
 GroupKey = tuple[str, str, str]  # (kind, namespace, name)
 MAX_DEPTH = 4
@@ -91,6 +96,15 @@ def _composite_feasibility(node: TreeNode, scheduled: int, remaining: int) -> tu
     return min_count_feasibility(node.min_count if node.gang else 1, scheduled, remaining)
 
 
+def _no_placement_fits(node: TreeNode, first: TreeResult, count: int) -> TreeResult:
+    """The composite's first placement's subtree reported under upstream's status for none of `count`
+    placements feasible (topology.placements_status)."""
+    first.code, first.message = Code.UNSCHEDULABLE, placements_status(first.message, first.wrapped, count)
+    first.wrapped = True
+    first.per_group[node.key] = (first.code, first.message)
+    return first
+
+
 def _children(ev: Evaluator, node: TreeNode, nodes: BoolArray | None, use_limit: bool) -> TreeResult:
     """Evaluate the children of a composite inside one placement."""
     undo: list[Callable[[], None]] = []
@@ -129,20 +143,44 @@ def _children(ev: Evaluator, node: TreeNode, nodes: BoolArray | None, use_limit:
     return result
 
 
+def evaluate_root(
+    ev: Evaluator, root: TreeNode, candidates: BoolArray | None, use_limit: bool = False
+) -> TreeResult:
+    """Evaluate a whole tree from its `root` as one cycle does (upstream's runRootSchedulingAlgorithm): a
+    tree that succeeded without placing a pod (its running members meet every quorum) is Unschedulable at
+    the root alone, `pod group is unschedulable`; its groups that succeeded then share that status."""
+    result = evaluate(ev, root, candidates, use_limit)
+    if result.code == Code.SUCCESS and not result.placed:
+        result.revert()
+        result.code, result.message, result.wrapped = Code.UNSCHEDULABLE, GROUP_UNSCHEDULABLE, True
+        result.per_group[root.key] = (result.code, result.message)
+    return result
+
+
 def evaluate(
     ev: Evaluator, node: TreeNode, candidates: BoolArray | None, use_limit: bool = False
 ) -> TreeResult:
-    """Evaluate `node` and its subtree on `candidates`; on success the subtree stays reserved."""
+    """Evaluate `node` and its subtree on `candidates`; on success the subtree stays reserved. A subtree
+    may succeed without placing a pod: only the root fails that (`evaluate_root`)."""
+    # CompositePodGroup needs TopologyAwareWorkloadScheduling: every group of a tree, constrained or not, is
+    # placed by upstream's placement algorithm (an unconstrained one in one placement of its parent's nodes).
     if node.attempt is not None:
         if node.topology_key:
             group = place_with_topology(
                 ev, node.attempt, node.topology_key, candidates, node.fixed_domains, use_limit=use_limit
             )
         else:
-            group = run_group_cycle(ev, node.attempt, candidates)
+            group = in_one_placement(run_group_cycle(ev, node.attempt, candidates))
+        if group.none_placed:
+            # Its running members meet its minCount and none of its pending pods fit: upstream's default
+            # algorithm calls that a Success (anyScheduled false), which counts for its parent's quorum.
+            ok = TreeResult(Code.SUCCESS, "", per_group={node.key: (Code.SUCCESS, "")})
+            ok.failures = dict(group.failures)
+            return ok
         return _from_group(node, group)
     if not node.topology_key:
-        return _children(ev, node, candidates, use_limit)
+        result = _children(ev, node, candidates, use_limit)
+        return _no_placement_fits(node, result, 1) if result.code == Code.UNSCHEDULABLE else result
     if len(node.fixed_domains) > 1:
         return _whole_tree(node, Code.ERROR, several_domains(node.fixed_domains))
     options: list[Placement] = placements(ev, node.topology_key, candidates)
@@ -165,12 +203,7 @@ def evaluate(
             r.revert()
     if not feasible:
         assert first is not None  # options is not empty
-        first_status = GROUP_UNSCHEDULABLE if first.wrapped else first.message  # its AsError()
-        reasons = f"0/{len(options)} placements are available, first placement status: {first_status}"
-        # the first placement's subtree is reported, under the root's status
-        first.code, first.message, first.wrapped = Code.UNSCHEDULABLE, group_unschedulable(reasons), True
-        first.per_group[node.key] = (first.code, first.message)
-        return first
+        return _no_placement_fits(node, first, len(options))
     pods = np.array([p for p, _ in scores], dtype=np.int64)
     most = np.array([m for _, m in scores], dtype=np.int64)
     _, best = feasible[choose(pods, most, ev)]
