@@ -50,11 +50,17 @@ class Outcome:
 def _other_namespaces_out(message: str) -> str:
     """A FitError counts every node of the cluster, and the other tests' nodes come and go (and the two
     schedulers' cases run one after the other): keep this namespace's part of the message exact, and say
-    `N` for the count of all nodes and of the nodes only the namespace's nodeSelector excludes."""
+    `N` for the count of all nodes and of the nodes only the namespace's nodeSelector excludes. Its
+    reasons are sorted as strings with their counts (`1 node(s)...` before `2 Insufficient cpu`), so once
+    a count is `N` they are sorted again."""
     message = re.sub(r"0/\d+ nodes are available", "0/N nodes are available", message)
     selector = "node(s) didn't match Pod's node affinity/selector"
     message = re.sub(rf"\d+ {re.escape(selector)}", f"N {selector}", message)
-    return message
+
+    def resorted(m: re.Match[str]) -> str:
+        return m[1] + ", ".join(sorted(m[2].split(", "))) + "."
+
+    return re.sub(r"(0/N nodes are available: )([^.]*)\.", resorted, message)
 
 
 def ensure_priority_classes(client: Client) -> None:
@@ -183,6 +189,30 @@ class Harness:
         self.client.create(
             codecs.from_dict({**doc, "metadata": {**doc["metadata"], "namespace": self.namespace}})
         )
+
+    def composite(
+        self, min_group_count: int, children: dict[str, int], constraints: dict[str, Any] | None = None
+    ) -> None:
+        """A Workload `w` with a CompositePodGroup `root` (gang of `min_group_count`, `constraints` its
+        schedulingConstraints) over gangs named as `children`'s keys, of their minCount, all created."""
+        root_policy = {"gang": {"minGroupCount": min_group_count}}
+        extra = {"schedulingConstraints": constraints} if constraints else {}
+        policies = {c: {"gang": {"minCount": n}} for c, n in children.items()}
+        templates = [{"name": c, "schedulingPolicy": policy} for c, policy in policies.items()]
+        template = {"name": "root", "schedulingPolicy": root_policy, **extra, "podGroupTemplates": templates}
+        self.create({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "Workload", "metadata": {"name": "w"},
+                     "spec": {"compositePodGroupTemplates": [template]}})  # fmt: skip
+        spec = {"workloadRef": {"workloadName": "w", "templateName": "root"}, "schedulingPolicy": root_policy}
+        self.create({"apiVersion": "scheduling.k8s.io/v1alpha3", "kind": "CompositePodGroup",
+                     "metadata": {"name": "root"}, "spec": {**spec, **extra}})  # fmt: skip
+        for child, policy in policies.items():
+            spec = {
+                "workloadRef": {"workloadName": "w", "templateName": child},
+                "parentCompositePodGroupName": "root",
+                "schedulingPolicy": policy,
+            }
+            self.create({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+                         "metadata": {"name": child}, "spec": spec})  # fmt: skip
 
     def _create_pod(self, name: str, spec: dict[str, Any], labels: dict[str, str] | None = None) -> None:
         metadata = {"name": name, "namespace": self.namespace, "labels": labels or {}}
@@ -383,39 +413,7 @@ def composite_one_rack(h: Harness) -> Checkpoints:
     h.deterministic_nodes = False  # both racks are free: either may be chosen, and nodes tie inside it
     for suffix, value in (("r1-a", "r1"), ("r1-b", "r1"), ("r2-a", "r2"), ("r2-b", "r2")):
         h.add_node(suffix, "2", {rack: value})
-    topology = {"topology": [{"key": rack}]}
-    gang2 = {"gang": {"minCount": 2}}
-    root_policy = {"gang": {"minGroupCount": 2}}
-    children = [{"name": c, "schedulingPolicy": gang2} for c in ("a", "b")]
-    template = {"name": "root", "schedulingPolicy": root_policy, "schedulingConstraints": topology}
-    h.create(
-        {
-            "apiVersion": "scheduling.k8s.io/v1beta1",
-            "kind": "Workload",
-            "metadata": {"name": "w"},
-            "spec": {"compositePodGroupTemplates": [{**template, "podGroupTemplates": children}]},
-        }
-    )
-    h.create(
-        {
-            "apiVersion": "scheduling.k8s.io/v1alpha3",
-            "kind": "CompositePodGroup",
-            "metadata": {"name": "root"},
-            "spec": {
-                "workloadRef": {"workloadName": "w", "templateName": "root"},
-                "schedulingPolicy": root_policy,
-                "schedulingConstraints": topology,
-            },
-        }
-    )
-    for child in ("a", "b"):
-        spec = {
-            "workloadRef": {"workloadName": "w", "templateName": child},
-            "parentCompositePodGroupName": "root",
-            "schedulingPolicy": gang2,
-        }
-        h.create({"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup", "metadata": {"name": child},
-                  "spec": spec})  # fmt: skip
+    h.composite(2, {"a": 2, "b": 2}, {"topology": [{"key": rack}]})
     for child in ("a", "b"):
         for i in range(2):
             h.pod(f"{child}-{i}", child)
@@ -432,6 +430,27 @@ def composite_one_rack(h: Harness) -> Checkpoints:
     # As an Outcome "bound" entry: True reads "yes, in one rack".
     one_rack = Outcome({"all in one rack": len(racks) == 1}, {})
     return [("all bound", want, got), ("one rack", Outcome({"all in one rack": True}, {}), one_rack)]
+
+
+def composite_child_already_running(h: Harness) -> Checkpoints:
+    """A CompositePodGroup (minGroupCount 2, no constraint) over gangs a and b of one 1-CPU pod each. Once
+    both run, b's pod is replaced: the new pod joins the running tree. Upstream's default algorithm calls a
+    (its member runs, nothing left to place) a Success with no pod scheduled, which counts toward the
+    root's minGroupCount; only runRootSchedulingAlgorithm fails a cycle that placed no pod at all."""
+    h.composite(2, {"a": 1, "b": 1})
+    h.pod("a-0", "a")
+    h.pod("b-0", "b")
+    scheduled = {
+        "a": ("True", "Scheduled"),
+        "b": ("True", "Scheduled"),
+        "composite/root": ("True", "Scheduled"),
+    }
+    both = Outcome({"a-0": True, "b-0": True}, scheduled)
+    got_both = h.settle(both)
+    h.delete("b-0")
+    h.pod("b-1", "b")
+    replaced = Outcome({"a-0": True, "b-1": True}, scheduled)
+    return [("both run", both, got_both), ("b's pod replaced", replaced, h.settle(replaced))]
 
 
 def single_feasible_node(h: Harness) -> Checkpoints:
@@ -490,6 +509,14 @@ KUBE_SCHEDULER_DIFFERENCES: dict[tuple[str, str], Outcome] = {
         {**_pods("a", 2, True), **_pods("b", 2, True)},
         {"a": ("True", "Scheduled"), "b": ("True", "Scheduled"), "composite/root": None},
     ),
+    ("composite-child-already-running", "both run"): Outcome(
+        {"a-0": True, "b-0": True},
+        {"a": ("True", "Scheduled"), "b": ("True", "Scheduled"), "composite/root": None},
+    ),
+    ("composite-child-already-running", "b's pod replaced"): Outcome(
+        {"a-0": True, "b-1": True},
+        {"a": ("True", "Scheduled"), "b": ("True", "Scheduled"), "composite/root": None},
+    ),
 }
 
 CASES: dict[str, Callable[[Harness], Checkpoints]] = {
@@ -504,6 +531,7 @@ CASES: dict[str, Callable[[Harness], Checkpoints]] = {
     "preemption-pdb-reprieve": preemption_pdb_reprieve,
     "preemption-despite-pdb": preemption_despite_pdb,
     "composite-one-rack": composite_one_rack,
+    "composite-child-already-running": composite_child_already_running,
     "single-feasible-node": single_feasible_node,
     "full-rack": full_rack,
 }

@@ -484,7 +484,9 @@ def test_why_pending_condition_and_event_beside_upstreams(
         ),
     )
     assert (upstream.status, upstream.reason) == ("False", "Unschedulable")
-    assert upstream.message.startswith("minCount (2) cannot be satisfied"), upstream.message
+    # TopologyAwareWorkloadScheduling is on: the group's one placement (all nodes) was not feasible
+    placement = "pod group is unschedulable, 0/1 placements are available, first placement status: "
+    assert upstream.message.startswith(placement + "minCount (2) cannot be satisfied"), upstream.message
 
     def events() -> set[tuple[str, str]]:
         code, answer = control_plane.request("GET", f"/apis/events.k8s.io/v1/namespaces/{namespace}/events")
