@@ -3,12 +3,13 @@ quorum, and the tree of one root built for a cycle. Reads objects only; decides 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .cycle import GroupAttempt
 from .podinfo import PodInfo, PodKey
 from .queue import RootKey
+from .topology import Pin, pin
 from .tree import MAX_DEPTH, GroupKey, TreeNode
 
 __all__ = ["Hierarchy", "gang_policy", "topology_key"]
@@ -148,7 +149,10 @@ class Hierarchy:
 
     # --- building a tree for a cycle ------------------------------------------------------------------------
     def build(
-        self, root: RootKey, pending: Callable[[PodInfo], bool], domain_of: Callable[[str, str], str | None]
+        self,
+        root: RootKey,
+        pending: Callable[[PodInfo], bool],
+        labels_of: Callable[[str], Mapping[str, str] | None],
     ) -> tuple[TreeNode | None, str | None]:
         """The tree under `root` with each PodGroup's attempt, or why the tree is Invalid."""
         kind, ns, name = root
@@ -172,12 +176,10 @@ class Hierarchy:
                 members = [self.pods[k] for k in self.members.get((ns, obj.metadata.name), ())]
                 todo = sorted((p for p in members if pending(p)), key=lambda p: (-p.priority, p.order))
                 bound = [p for p in members if p.pod.spec.nodeName]
-                fixed = {d for p in bound if tkey and (d := domain_of(p.pod.spec.nodeName, tkey)) is not None}
                 attempt = GroupAttempt(min_count=minimum, gang=gang, scheduled=len(bound), pods=todo)
-                nodes = [p.pod.spec.nodeName for p in bound]
-                return TreeNode(
-                    key, gang, minimum, tkey, attempt=attempt, fixed_domains=fixed, bound_nodes=nodes
-                )
+                running = [(*p.key, p.pod.spec.nodeName) for p in bound]
+                pinned = pin(running, tkey, labels_of) if tkey else Pin()
+                return TreeNode(key, gang, minimum, tkey, attempt=attempt, pinned=pinned, running=running)
             seen.add(obj.metadata.name)
             children = [
                 node(k, child, depth + 1)
@@ -186,8 +188,8 @@ class Hierarchy:
             ]
             tree = TreeNode(key, gang, minimum, tkey, children=children)
             if tkey:  # members already running pin the composite to their domain
-                below = [n for c in children for d in c.walk() for n in d.bound_nodes]
-                tree.fixed_domains = {d for n in below if (d := domain_of(n, tkey)) is not None}
+                below = [r for c in children for d in c.walk() for r in d.running]
+                tree.pinned = pin(below, tkey, labels_of)
             return tree
 
         if kind == "CompositePodGroup":

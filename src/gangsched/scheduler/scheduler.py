@@ -48,7 +48,7 @@ from .preemption import PreemptionView
 from .queue import MAX_UNSCHEDULABLE_SECONDS, QueuedRoot, RootKey, SchedulingQueue
 from .recovery import WAIT, Recovery
 from .snapshot import Snapshot
-from .topology import in_one_placement, place_with_topology
+from .topology import Pin, in_one_placement, pin, place_with_topology
 from .tree import TreeNode, TreeResult, evaluate_root
 from .victims import group_priority
 
@@ -829,7 +829,7 @@ class Scheduler:
             single = GroupAttempt(min_count=1, gang=False, scheduled=0, pods=[pi])
             return Placer(lambda nodes: run_group_cycle(ev, single, nodes), (pi,), 1)
         if kind == "CompositePodGroup":
-            tree, invalid = self.hierarchy.build(key, self._schedulable, self._domain_of)
+            tree, invalid = self.hierarchy.build(key, self._schedulable, self._labels_of)
             if tree is None or invalid is not None:
                 return None
             pods = tuple(pi for n in tree.walk() if n.attempt is not None for pi in n.attempt.pods)
@@ -844,11 +844,7 @@ class Scheduler:
         attempt = GroupAttempt(min_count=min_count, gang=gang, scheduled=len(bound), pods=pending)
         needs = max(1, min_count - len(bound)) if gang else 1
         tkey = topology_key(pg, self.store) if self.gates.topology_aware_workload_scheduling else None
-        fixed = frozenset(
-            d
-            for pi in bound
-            if tkey is not None and (d := self._domain_of(pi.pod.spec.nodeName, tkey)) is not None
-        )
+        fixed = self._pin(bound, tkey).domains if tkey is not None else frozenset()
         return Placer(
             lambda nodes: self._place_group(pg, attempt, bound, nodes), tuple(pending), needs, tkey, fixed
         )
@@ -881,11 +877,13 @@ class Scheduler:
             self.backfill.failed(root.key)
         return True
 
-    def _domain_of(self, node_name: str, key: str) -> str | None:
+    def _labels_of(self, node_name: str) -> Mapping[str, str] | None:
+        """A node's labels; None when the node is gone."""
         node = self.store.get("Node", ("", node_name))
-        labels = (node.metadata.labels or {}) if node is not None else {}
-        value: str | None = labels.get(key)
-        return value
+        return None if node is None else (node.metadata.labels or {})
+
+    def _pin(self, bound: list[PodInfo], key: str) -> Pin:
+        return pin(((*pi.key, pi.pod.spec.nodeName) for pi in bound), key, self._labels_of)
 
     def _place_group(
         self, pg: Any, attempt: GroupAttempt, bound: list[PodInfo], nodes: BoolArray | None = None
@@ -898,9 +896,13 @@ class Scheduler:
         key = topology_key(pg, self.store)
         if key is None:
             return in_one_placement(run_group_cycle(self._evaluator(), attempt, nodes))
-        fixed = {d for pi in bound if (d := self._domain_of(pi.pod.spec.nodeName, key)) is not None}
         return place_with_topology(
-            self._evaluator(), attempt, key, nodes, fixed, use_limit=self.profile.placement_limit
+            self._evaluator(),
+            attempt,
+            key,
+            nodes,
+            self._pin(bound, key),
+            use_limit=self.profile.placement_limit,
         )
 
     @staticmethod
@@ -1084,7 +1086,7 @@ class Scheduler:
 
     def _tree_cycle(self, root: QueuedRoot, now: float) -> Decision:
         """One cycle for a CompositePodGroup root: the whole tree is admitted, or nothing of it."""
-        tree, invalid = self.hierarchy.build(root.key, self._schedulable, self._domain_of)
+        tree, invalid = self.hierarchy.build(root.key, self._schedulable, self._labels_of)
         nodes = tree.walk() if tree is not None else []
         pending = [pi for n in nodes if n.attempt is not None for pi in n.attempt.pods]
         if tree is None or not pending:

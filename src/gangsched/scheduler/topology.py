@@ -16,6 +16,7 @@ which picks the nodes.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,11 +29,13 @@ from .snapshot import CPU, MEMORY, Snapshot
 
 __all__ = [
     "NO_PLACEMENTS",
+    "Pin",
     "Placement",
     "adaptive_placement_limit",
     "choose",
     "in_one_placement",
     "no_placement_fits",
+    "pin",
     "place_with_topology",
     "placements",
     "placements_status",
@@ -45,14 +48,48 @@ MAX_SCORE = 100
 NO_PLACEMENTS = "no feasible placements found"
 
 
+# TopologyPlacement.GeneratePlacements' error when it cannot tell the domain of the members already running
+PIN_ERROR = "cannot determine domain for already scheduled pods: "
+
+
 def several_domains(domains: set[str]) -> str:
     """TopologyPlacement's error for members already running in more than one domain (an Error status).
     Upstream names the first two domains in the order it meets the running pods; here in sorted order."""
     first, second = sorted(domains)[:2]
-    return (
-        "cannot determine domain for already scheduled pods: "
-        f"more than 1 domain found for pod group: {first}, {second}"
-    )
+    return f"{PIN_ERROR}more than 1 domain found for pod group: {first}, {second}"
+
+
+@dataclass(frozen=True, slots=True)
+class Pin:
+    """What the members already running say about a constrained group's placements: the domains (values
+    of the key) they run in, which its placements are restricted to, or the Error upstream returns instead
+    of placements (`error`)."""
+
+    domains: frozenset[str] = frozenset()
+    error: str | None = None
+
+
+def pin(
+    running: Iterable[tuple[str, str, str]], key: str, labels_of: Callable[[str], Mapping[str, str] | None]
+) -> Pin:
+    """Upstream's TopologyPlacement.getScheduledPodsTopologyDomain over the members already running, given as
+    (namespace, name, node); `labels_of` gives a node's labels, None for a node that is gone. An Error when
+    a member's node is gone (`getting node for pod`) or lacks the key (`no topology domain found for pod`),
+    or when the members run in more than one domain. Upstream meets the pods in no set order and stops at
+    the first of these; here they are met in (namespace, name) order."""
+    domains: set[str] = set()
+    for namespace, name, node in sorted(running):
+        labels = labels_of(node)
+        if labels is None:
+            lister = f'nodeinfo not found for node name "{node}"'  # the snapshot's Get
+            return Pin(frozenset(domains), f"{PIN_ERROR}getting node for pod {namespace}/{name}: {lister}")
+        value = labels.get(key)
+        if value is None:
+            return Pin(frozenset(domains), f"{PIN_ERROR}no topology domain found for pod {namespace}/{name}")
+        domains.add(value)
+        if len(domains) > 1:
+            return Pin(frozenset(domains), several_domains(domains))
+    return Pin(frozenset(domains))
 
 
 Int64Array = npt.NDArray[np.int64]
@@ -226,21 +263,22 @@ def place_with_topology(
     attempt: GroupAttempt,
     key: str,
     candidates: BoolArray | None,
-    fixed_domains: set[str],
+    pinned: Pin,
     *,
     use_limit: bool = False,
 ) -> GroupResult:
     """The group cycle under a topology constraint: choose the best placement and reserve the group in it.
 
-    `fixed_domains` are the values of `key` on nodes where members already run: they pin the group there.
-    `use_limit` scores only the first feasible placements, as many as upstream's adaptive limit allows.
-    On success the reservations stay (undo with `result.revert`); otherwise the snapshot is unchanged."""
+    `pinned` says where members already run (`pin`): they pin the group to that domain, or make the cycle
+    an Error. `use_limit` scores only the first feasible placements, as many as upstream's adaptive limit
+    allows. On success the reservations stay (undo with `result.revert`); otherwise the snapshot is
+    unchanged."""
     snap = ev.snap
-    if len(fixed_domains) > 1:
-        return GroupResult(Code.ERROR, several_domains(fixed_domains))
+    if pinned.error is not None:
+        return GroupResult(Code.ERROR, pinned.error)
     options = placements(ev, key, candidates)
-    if fixed_domains:
-        options = [p for p in options if p.value in fixed_domains]
+    if pinned.domains:
+        options = [p for p in options if p.value in pinned.domains]
     if not options:
         return GroupResult(Code.UNSCHEDULABLE, NO_PLACEMENTS, cycle_message=NO_PLACEMENTS)
     first: GroupResult | None = None

@@ -32,6 +32,7 @@ from .plugins import BoolArray
 from .podinfo import PodInfo
 from .topology import (
     NO_PLACEMENTS,
+    Pin,
     Placement,
     choose,
     in_one_placement,
@@ -39,7 +40,6 @@ from .topology import (
     place_with_topology,
     placements,
     placements_status,
-    several_domains,
 )
 
 __all__ = ["GroupKey", "TreeNode", "TreeResult", "evaluate", "evaluate_root"]
@@ -58,8 +58,9 @@ class TreeNode:
     topology_key: str | None
     children: list[TreeNode] = field(default_factory=list)
     attempt: GroupAttempt | None = None
-    fixed_domains: set[str] = field(default_factory=set)
-    bound_nodes: list[str] = field(default_factory=list)  # nodes of members already running (PodGroups)
+    pinned: Pin = field(default_factory=Pin)  # where members already run (topology.pin), when constrained
+    # members already running, (namespace, name, node) (PodGroups)
+    running: list[tuple[str, str, str]] = field(default_factory=list)
 
     def walk(self) -> list[TreeNode]:
         out = [self]
@@ -167,7 +168,7 @@ def evaluate(
     if node.attempt is not None:
         if node.topology_key:
             group = place_with_topology(
-                ev, node.attempt, node.topology_key, candidates, node.fixed_domains, use_limit=use_limit
+                ev, node.attempt, node.topology_key, candidates, node.pinned, use_limit=use_limit
             )
         else:
             group = in_one_placement(run_group_cycle(ev, node.attempt, candidates))
@@ -181,11 +182,11 @@ def evaluate(
     if not node.topology_key:
         result = _children(ev, node, candidates, use_limit)
         return _no_placement_fits(node, result, 1) if result.code == Code.UNSCHEDULABLE else result
-    if len(node.fixed_domains) > 1:
-        return _whole_tree(node, Code.ERROR, several_domains(node.fixed_domains))
+    if node.pinned.error is not None:
+        return _whole_tree(node, Code.ERROR, node.pinned.error)
     options: list[Placement] = placements(ev, node.topology_key, candidates)
-    if node.fixed_domains:
-        options = [p for p in options if p.value in node.fixed_domains]
+    if node.pinned.domains:
+        options = [p for p in options if p.value in node.pinned.domains]
     if not options:
         return _whole_tree(node, Code.UNSCHEDULABLE, NO_PLACEMENTS)
     first: TreeResult | None = None
