@@ -43,12 +43,14 @@ def settle(
     policy: str = "gang",
 ) -> Settled:
     """`schedule_objects`, keeping the scheduler (for `explain`, which reads its queue and snapshot)."""
+    # The objects live as long as the run: keep the cyclic GC from walking them again and again, from
+    # here on (storing thousands of them would otherwise set off full collections over all of them).
+    gc.freeze()
     store = Store()
     store.add_all(objects)
     # The resourceclaim controller's part: claims from templates, before the scheduler looks at the pods.
     sync_claims(store, workload_claims=gates.enabled("DRAWorkloadResourceClaims"))
-    # The objects live as long as the run: keep the cyclic GC from walking them again and again.
-    gc.freeze()
+    gc.freeze()  # and the claims just made
     profile = Profile(
         scoring=scoring, placement_limit=placement_limit, backfill=backfill, queue_policy=queue_policy(policy)
     )
