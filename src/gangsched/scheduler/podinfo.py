@@ -105,6 +105,46 @@ def _requests(spec: Any) -> tuple[dict[str, int], tuple[int, int]]:
     return cached
 
 
+@dataclass(frozen=True, slots=True)
+class _FromSpec:
+    """What `pod_info` derives from the pod's spec alone."""
+
+    priority: int
+    requests: dict[str, int]  # shared: never mutated
+    nonzero: tuple[int, int]
+    signature: Hashable
+    scheduler_name: str
+    preemption_policy: str
+    claims: bool
+
+
+_SPEC_CACHE: dict[bytes, _FromSpec] = {}
+_SPEC_CACHE_SIZE = 4096
+
+
+def _from_spec(spec: Any) -> _FromSpec:
+    """`_FromSpec` of `spec`, kept per encoding of the spec less its schedulingGroup (which only names the
+    group, read apart): the pods of one template, in one gang or many, share it."""
+    named = spec if spec.schedulingGroup is None else msgspec.structs.replace(spec, schedulingGroup=None)
+    key = msgspec.json.encode(named)
+    cached = _SPEC_CACHE.get(key)
+    if cached is None:
+        if len(_SPEC_CACHE) >= _SPEC_CACHE_SIZE:
+            _SPEC_CACHE.clear()
+        requests, nonzero = _requests(spec)
+        cached = _FromSpec(
+            priority=spec.priority or 0,
+            requests=requests,
+            nonzero=nonzero,
+            signature=_signature(spec, requests, nonzero),
+            scheduler_name=spec.schedulerName or "default-scheduler",
+            preemption_policy=spec.preemptionPolicy or "PreemptLowerPriority",
+            claims=uses_claims(spec),
+        )
+        _SPEC_CACHE[key] = cached
+    return cached
+
+
 def pod_info(
     pod: Any, order: int, use_groups: bool = True, default_selector: Selector | None = None
 ) -> PodInfo:
@@ -112,7 +152,7 @@ def pod_info(
     `default_selector` feeds PodTopologySpread's system default constraints (podtraits.pod_traits)."""
     spec = pod.spec
     meta = pod.metadata
-    requests, nonzero = _requests(spec)
+    derived = _from_spec(spec)
     group = None
     if use_groups and spec.schedulingGroup is not None and spec.schedulingGroup.podGroupName:
         group = (meta.namespace, spec.schedulingGroup.podGroupName)
@@ -120,13 +160,13 @@ def pod_info(
         key=(meta.namespace, meta.name),
         pod=pod,
         order=order,
-        priority=spec.priority or 0,
-        requests=requests,
-        nonzero=nonzero,
-        signature=_signature(spec, requests, nonzero),
+        priority=derived.priority,
+        requests=derived.requests,
+        nonzero=derived.nonzero,
+        signature=derived.signature,
         group=group,
-        scheduler_name=spec.schedulerName or "default-scheduler",
-        preemption_policy=spec.preemptionPolicy or "PreemptLowerPriority",
+        scheduler_name=derived.scheduler_name,
+        preemption_policy=derived.preemption_policy,
         traits=pod_traits(pod, default_selector),
-        claims=uses_claims(spec),
+        claims=derived.claims,
     )
