@@ -758,3 +758,93 @@ def test_gang_preemption_frees_a_csi_attachment(
         for node in names:
             with contextlib.suppress(ApiError):
                 kube_client.delete(CSINode, node)
+
+
+EXTENDED = "gpu.gangsched.test/card"  # an extended resource no node offers, named by a DeviceClass
+
+
+def _special_claim_view(client: Client, ns: str, pod_name: str) -> dict[str, Any]:
+    """The pod's special claim for extended resources and what points to it, side-neutral: names and UIDs
+    checked against the pod, pools by node suffix."""
+    p = client.get(Pod, pod_name, namespace=ns)
+    status = p.status.extendedResourceClaimStatus
+    assert status is not None, (ns, pod_name)
+    claim = client.get(ResourceClaim, status.resourceClaimName, namespace=ns)
+    meta = claim.metadata
+    assert (
+        meta.name.startswith(f"{pod_name}-extended-resources-")
+        and len(meta.name) == len(meta.generateName) + 5
+    )
+    (owner,) = meta.ownerReferences
+    assert (owner.uid, owner.controller) == (p.metadata.uid, True), (ns, owner)
+    allocation = claim.status.allocation
+    (reserved,) = claim.status.reservedFor
+    assert reserved.uid == p.metadata.uid, (ns, reserved)
+    return {
+        "generateName": meta.generateName,
+        "annotations": meta.annotations,
+        "owner": (owner.apiVersion, owner.kind, owner.name),
+        "finalizers": meta.finalizers,
+        "spec": claim.spec.to_dict(),
+        "results": [
+            (r.request, r.driver, r.pool.removeprefix(f"{ns}-"), r.device) for r in allocation.devices.results
+        ],
+        "nodes": allocation.nodeSelector.nodeSelectorTerms[0].matchFields[0].values == [p.spec.nodeName],
+        "stamped": allocation.allocationTimestamp is not None,
+        "reservedFor": (reserved.resource, reserved.name),
+        "mappings": [m.to_dict() for m in status.requestMappings],
+    }
+
+
+def test_extended_resource_served_by_devices(kube_client: Client, sides: dict[str, str]) -> None:
+    """DRAExtendedResource: a DeviceClass names an extended resource no node offers; n1 has 2 devices, n2
+    one. p0 asks for 2 and gets n1's, p1 for 1 and gets n2's, p2 finds none. Both schedulers write the same
+    special claim (generateName, owner, annotation, finalizer, requests, allocation, reservedFor) and the same
+    pod.status.extendedResourceClaimStatus, and leave p2 with the same message."""
+    create(
+        kube_client,
+        {
+            "apiVersion": RESOURCE,
+            "kind": "DeviceClass",
+            "metadata": {"name": "gangsched-test-ext-gpu"},
+            "spec": {
+                "extendedResourceName": EXTENDED,
+                "selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}],
+            },
+        },
+    )
+    for ns in sides.values():
+        create(kube_client, _slice(f"{ns}-n1-gpus", f"{ns}-n1", ["gpu-0", "gpu-1"]))
+        create(kube_client, _slice(f"{ns}-n2-gpus", f"{ns}-n2", ["gpu-0"]))
+    asks = {"p0": "2", "p1": "1", "p2": "1"}
+    outcomes: dict[str, dict[str, str]] = {}
+    for name, count in asks.items():  # one at a time: the order decides which devices each gets
+        for side, ns in sides.items():
+            container = {"resources": {"limits": {EXTENDED: count}}}
+            create(kube_client, pod(ns, name, SCHEDULERS[side], container=container))
+        outcomes = settle(
+            kube_client, sides, list(asks)[: int(name[1]) + 1], lambda o, n=name: o[n] != "pending"
+        )
+    try:
+        assert outcomes["kube"] == outcomes["gangsched"], outcomes
+        assert outcomes["kube"]["p0"] == "n1" and outcomes["kube"]["p1"] == "n2", outcomes
+        assert "cannot allocate all claims" in outcomes["kube"]["p2"], outcomes
+        views = {
+            side: {n: _special_claim_view(kube_client, ns, n) for n in ("p0", "p1")}
+            for side, ns in sides.items()
+        }
+        assert views["kube"] == views["gangsched"], views
+        p0 = views["kube"]["p0"]
+        assert p0["results"] == [
+            ("container-0-request-0", DRIVER, "n1", "gpu-0"),
+            ("container-0-request-0", DRIVER, "n1", "gpu-1"),
+        ]
+        assert p0["mappings"] == [
+            {"containerName": "c", "resourceName": EXTENDED, "requestName": "container-0-request-0"}
+        ]
+        for ns in sides.values():
+            assert kube_client.get(Pod, "p2", namespace=ns).status.extendedResourceClaimStatus is None
+    finally:
+        for ns in sides.values():
+            for suffix in ("n1", "n2"):
+                kube_client.delete(ResourceSlice, f"{ns}-{suffix}-gpus")

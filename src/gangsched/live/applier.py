@@ -16,8 +16,13 @@ asynchronous binding cycle): the scheduler goes on with the next root while writ
    changes; a pod whose cached status says the same is not written again).
 4. Evictions: DisruptionTarget (PreemptionByScheduler) first, then a DELETE, as kube-scheduler's DeletePod; a
    victim already terminating is not deleted again.
+   A pod's special claim for extended resources served by devices (DRAExtendedResource) is created in
+   PreBind as kube-scheduler's bindClaim does: POST with generateName, then the delete-protection finalizer
+   (update), then status allocation and reservedFor, then the pod's status.extendedResourceClaimStatus; when
+   the cycle's pods are not bound after all, the claims it created are deleted (its Unreserve).
 5. Claim deallocations (DynamicResources' PostFilter): a ResourceClaim's status without allocation and
-   reservations, conditional on the resourceVersion the scheduler judged.
+   reservations, conditional on the resourceVersion the scheduler judged; a stale special claim is deleted
+   (finalizer removed first).
 6. Events: events.k8s.io/v1, through a small separate pool, sent while no binding is in flight (the CPU and
    connections go to bindings first; events are informational).
 A pod's SchedulingGated condition is written a second late, and only if it still waits then.
@@ -49,6 +54,7 @@ from ..scheduler.decision import (
     Notice,
     VolumeBinding,
 )
+from ..scheduler.extended import CLAIM_FINALIZER
 from ..scheduler.volumes import ANN_BIND_COMPLETED, ANN_BOUND_BY_CONTROLLER, ANN_SELECTED_NODE
 from .cache import LiveCache
 from .kube import ApiStatus, KubeApi
@@ -149,6 +155,8 @@ class Applier:
             )
         for key in decision.deallocations:
             self._spawn(self._deallocate_claim(key))
+        for key in decision.claim_deletions:
+            self._spawn(self._delete_claim(key))
         for n in decision.nominations:
             self._spawn(self._nominate(n))
         for e in decision.evictions:
@@ -206,14 +214,16 @@ class Applier:
         volumes: list[VolumeBinding],
         claims: list[ClaimReservation],
     ) -> None:
+        created: list[tuple[str, str]] = []  # special claims this cycle created
         try:
             if (volumes or claims) and not (
-                await self._prebind(volumes, claims) and await self._volumes_bound(volumes)
+                await self._prebind(volumes, claims, created) and await self._volumes_bound(volumes)
             ):
                 for change in deferred:
                     self._scheduled.discard((change.kind, change.key))
                 self.metrics.bindings.inc("failure", len(bindings))
                 self.scheduler.forget([b.pod for b in bindings if self.cache.forget(b.pod, b.node)])
+                await asyncio.gather(*(self._delete_claim(key) for key in created))
                 return
             await self._bind_all(bindings, deferred)
         finally:
@@ -246,19 +256,82 @@ class Applier:
         self.scheduler.forget([b.pod for b in failed if self.cache.forget(b.pod, b.node)])
 
     # --- PreBind: volumes and claims, written before the pods are bound -----------------------------------
-    async def _prebind(self, volumes: list[VolumeBinding], claims: list[ClaimReservation]) -> bool:
+    async def _prebind(
+        self, volumes: list[VolumeBinding], claims: list[ClaimReservation], created: list[tuple[str, str]]
+    ) -> bool:
         """What kube-scheduler's VolumeBinding and DynamicResources PreBind write: a PV's claimRef (the PV
         controller then binds the claim) or a claim's selected node (its provisioner then creates the PV),
-        and each ResourceClaim's allocation and reservedFor. True when all of it was written."""
+        and each ResourceClaim's allocation and reservedFor; special claims are created (their keys added to
+        `created`). True when all of it was written."""
         merged: dict[tuple[str, str], tuple[dict[str, Any] | None, list[dict[str, str]]]] = {}
         for c in claims:
+            if c.create is not None:
+                continue
             allocation, consumers = merged.get(c.claim, (None, []))
             if c.consumer not in consumers:
                 consumers.append(c.consumer)
             merged[c.claim] = (allocation or c.allocation, consumers)
         writes = [self._bind_volume(v) for v in volumes]
         writes += [self._reserve_claim(key, a, consumers) for key, (a, consumers) in merged.items()]
+        writes += [self._create_special_claim(c, created) for c in claims if c.create is not None]
         return all(await asyncio.gather(*writes))
+
+    async def _create_special_claim(self, cr: ClaimReservation, created: list[tuple[str, str]]) -> bool:
+        """bindClaim for the special claim: create it (the API server names it from generateName; once
+        only, so no retry that could make two), add the finalizer, write allocation and reservedFor, then
+        name it in the pod's status.extendedResourceClaimStatus with the request mappings."""
+        assert cr.create is not None
+        ns = cr.claim[0]
+        body = {k: v for k, v in cr.create.items() if k != "status"}
+        body["metadata"] = {k: v for k, v in body["metadata"].items() if k != "name"}
+        async with self._writes:
+            try:
+                status = await self.api.create("ResourceClaim", ns, body)
+            except httpx.TransportError as e:
+                log.warning("create claim for extended resources in %s: %s", ns, type(e).__name__)
+                return False
+        if not status.ok or not isinstance(status.body, dict):
+            log.warning("create claim for extended resources in %s: %s %s", ns, status.code, status.reason)
+            return False
+        claim = status.body
+        key = (ns, str(claim["metadata"]["name"]))
+        created.append(key)
+        claim["metadata"]["finalizers"] = [CLAIM_FINALIZER]
+        if not await self._write(
+            lambda: self.api.replace("ResourceClaim", ns, key[1], claim),
+            f"add finalizer to claim {ns}/{key[1]}",
+        ):
+            return False
+        allocation = _stamped(cr.allocation) if cr.allocation is not None else None
+        patch = {"status": {"allocation": allocation, "reservedFor": [cr.consumer]}}
+        if not await self._write(
+            lambda: self.api.patch_status("ResourceClaim", key, patch), f"reserve claim {ns}/{key[1]}"
+        ):
+            return False
+        pod_status = {
+            "extendedResourceClaimStatus": {
+                "requestMappings": list(cr.request_mappings),
+                "resourceClaimName": key[1],
+            }
+        }
+        pod = (ns, cr.consumer["name"])
+        return await self._write(
+            lambda: self.api.patch_status("Pod", pod, {"status": pod_status}, strategic=True),
+            f"extended resource claim status of pod {ns}/{pod[1]}",
+        )
+
+    async def _delete_claim(self, key: tuple[str, str]) -> None:
+        """deleteClaim: the delete-protection finalizer removed (merge patch), then the claim deleted."""
+        claim = self.cache.store.get("ResourceClaim", key)
+        finalizers = list((claim.metadata.finalizers or []) if claim is not None else [CLAIM_FINALIZER])
+        if CLAIM_FINALIZER in finalizers:
+            finalizers.remove(CLAIM_FINALIZER)
+            patch = {"metadata": {"finalizers": finalizers or None}}
+            await self._write(
+                lambda: self.api.patch("ResourceClaim", key, patch),
+                f"remove finalizer of claim {key[0]}/{key[1]}",
+            )
+        await self._write(lambda: self.api.delete("ResourceClaim", key), f"delete claim {key[0]}/{key[1]}")
 
     async def _volumes_bound(self, volumes: list[VolumeBinding]) -> bool:
         """VolumeBinding's PreBind then waits for the PV controller (volumeBinder.BindPodVolumes:
@@ -336,7 +409,7 @@ class Applier:
         reserved += [c for c in consumers if c not in reserved]
         patch: dict[str, Any] = {"status": {"reservedFor": reserved}}
         if allocation is not None:
-            patch["status"]["allocation"] = allocation
+            patch["status"]["allocation"] = _stamped(allocation)
         return await self._write(
             lambda: self.api.patch_status("ResourceClaim", key, patch), f"reserve claim {key[0]}/{key[1]}"
         )
@@ -547,3 +620,10 @@ class Applier:
                     log.warning(
                         "event %s on %s: %s %s", notice.reason, notice.object, status.code, status.reason
                     )
+
+
+def _stamped(allocation: dict[str, Any]) -> dict[str, Any]:
+    """The allocation with `allocationTimestamp` now, as bindClaim sets it when writing an allocation
+    (DRADeviceBindingConditions, beta and on in v1.37, with DRAResourceClaimDeviceStatus, GA)."""
+    now = dt.datetime.now(dt.UTC).replace(microsecond=0)
+    return {**allocation, "allocationTimestamp": now.strftime("%Y-%m-%dT%H:%M:%SZ")}

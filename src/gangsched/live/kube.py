@@ -323,6 +323,16 @@ class KubeApi:
         )
         return await self._send("PATCH", RESOURCES[kind].path(ns, name, "status"), patch, content_type)
 
+    async def patch(self, kind: str, key: tuple[str, str], patch: dict[str, Any]) -> ApiStatus:
+        """JSON merge patch of the object itself (not a subresource)."""
+        ns, name = key
+        return await self._send("PATCH", RESOURCES[kind].path(ns or None, name), patch,
+                                "application/merge-patch+json")  # fmt: skip
+
+    async def delete(self, kind: str, key: tuple[str, str]) -> ApiStatus:
+        ns, name = key
+        return await self._send("DELETE", RESOURCES[kind].path(ns or None, name))
+
     async def delete_pod(self, pod: tuple[str, str], *, grace_seconds: int | None = None,
                          uid: str | None = None) -> ApiStatus:  # fmt: skip
         ns, name = pod

@@ -27,6 +27,7 @@ from lightkube.models import meta_v1, resource_v1
 from .resources import container_requests
 
 __all__ = [
+    "CLAIM_FINALIZER",
     "EXTENDED_CLAIM_ANNOTATION",
     "IMPLICIT_PREFIX",
     "STALE_CLAIM",
@@ -40,6 +41,7 @@ __all__ = [
 ]
 
 EXTENDED_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
+CLAIM_FINALIZER = "resource.kubernetes.io/delete-protection"  # resourceapi.Finalizer, added at PreBind
 IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"  # resourceapi.ResourceDeviceClassPrefix
 # Filter's verdict on every node for a pod whose special claim exists from an earlier cycle (upstream's
 # PostFilter then deletes that claim and the pod is tried anew).

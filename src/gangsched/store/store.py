@@ -18,12 +18,12 @@ from lightkube.models import core_v1, meta_v1, resource_v1, scheduling_v1alpha3,
 
 from ..api.kinds import kind_info
 from ..scheduler.decision import ClaimReservation, Condition, Decision, Eviction, Notice, VolumeBinding
+from ..scheduler.extended import CLAIM_FINALIZER
 from .change import Change, Key
 
 __all__ = ["Change", "Store"]
 
 EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-CLAIM_FINALIZER = "resource.kubernetes.io/delete-protection"  # resourceapi.Finalizer
 
 
 # What the readers look a missing kind up in: one shared mapping they only read (never `setdefault` it).
