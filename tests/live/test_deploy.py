@@ -383,6 +383,16 @@ def device_claim_pod(p: Probe) -> None:
     paired.create(p.client, paired.pod(ns, "p", p.name, resourceClaims=[claim]))
 
 
+def extended_resource_pod(p: Probe) -> None:
+    """A pod asking for an extended resource no node offers, which a DeviceClass serves with the node's one
+    device: binding it means creating its special claim first (DynamicResources' PreBind)."""
+    ns = p.h.namespace
+    for doc in (vd._extended_device_class(), vd._slice(f"{ns}-gpus", p.h.node, ["gpu-0"])):
+        paired.create(p.client, doc)
+    container = {"resources": {"limits": {vd.EXTENDED: "1"}}}
+    paired.create(p.client, paired.pod(ns, "p", p.name, container=container))
+
+
 def broken_volume_binding(p: Probe) -> None:
     p.start("--no-leader-elect")
     local_volume_pod(p)
@@ -394,6 +404,17 @@ def broken_claim_status(p: Probe) -> None:
     p.start("--no-leader-elect")
     device_claim_pod(p)
     wait_for("the claim's reservation refused", lambda: "reserve claim" in p.log() and ": 403" in p.log(), 45)
+    hold("the pod stays unbound", lambda: not p.h.outcome().bound["p"], 2)
+
+
+def broken_claim_create(p: Probe) -> None:
+    p.start("--no-leader-elect")
+    extended_resource_pod(p)
+    wait_for(
+        "the special claim's creation refused",
+        lambda: "create claim for extended resources" in p.log() and ": 403" in p.log(),
+        45,
+    )
     hold("the pod stays unbound", lambda: not p.h.outcome().bound["p"], 2)
 
 
@@ -438,6 +459,8 @@ BREAKS: dict[str, tuple[str, Callable[[Probe], None]]] = {
         ("a pod with a local volume is not bound (its PV's claimRef refused)", broken_volume_binding),
     "ClusterRole: resource.k8s.io resourceclaims/status,resourceclaims/binding patch":
         ("a pod with a device claim is not bound (its reservation refused)", broken_claim_status),
+    "ClusterRole: resource.k8s.io resourceclaims create,update,patch,delete":
+        ("a pod whose extended resource devices serve is not bound (its claim refused)", broken_claim_create),
     "ClusterRole: core pods/binding create": ("no pod is bound", broken_binding),
     "ClusterRole: core pods/status patch": ("a pod never says why it waits", broken_pod_status),
     "ClusterRole: scheduling.k8s.io podgroups/status,compositepodgroups/status patch":

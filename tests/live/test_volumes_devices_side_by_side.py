@@ -763,6 +763,19 @@ def test_gang_preemption_frees_a_csi_attachment(
 EXTENDED = "gpu.gangsched.test/card"  # an extended resource no node offers, named by a DeviceClass
 
 
+def _extended_device_class() -> dict[str, Any]:
+    """A DeviceClass serving EXTENDED with the test driver's devices."""
+    return {
+        "apiVersion": RESOURCE,
+        "kind": "DeviceClass",
+        "metadata": {"name": "gangsched-test-ext-gpu"},
+        "spec": {
+            "extendedResourceName": EXTENDED,
+            "selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}],
+        },
+    }
+
+
 def _special_claim_view(client: Client, ns: str, pod_name: str) -> dict[str, Any]:
     """The pod's special claim for extended resources and what points to it, side-neutral: names and UIDs
     checked against the pod, pools by node suffix."""
@@ -801,18 +814,7 @@ def test_extended_resource_served_by_devices(kube_client: Client, sides: dict[st
     one. p0 asks for 2 and gets n1's, p1 for 1 and gets n2's, p2 finds none. Both schedulers write the same
     special claim (generateName, owner, annotation, finalizer, requests, allocation, reservedFor) and the same
     pod.status.extendedResourceClaimStatus, and leave p2 with the same message."""
-    create(
-        kube_client,
-        {
-            "apiVersion": RESOURCE,
-            "kind": "DeviceClass",
-            "metadata": {"name": "gangsched-test-ext-gpu"},
-            "spec": {
-                "extendedResourceName": EXTENDED,
-                "selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}],
-            },
-        },
-    )
+    create(kube_client, _extended_device_class())
     for ns in sides.values():
         create(kube_client, _slice(f"{ns}-n1-gpus", f"{ns}-n1", ["gpu-0", "gpu-1"]))
         create(kube_client, _slice(f"{ns}-n2-gpus", f"{ns}-n2", ["gpu-0"]))
@@ -844,6 +846,59 @@ def test_extended_resource_served_by_devices(kube_client: Client, sides: dict[st
         ]
         for ns in sides.values():
             assert kube_client.get(Pod, "p2", namespace=ns).status.extendedResourceClaimStatus is None
+    finally:
+        for ns in sides.values():
+            for suffix in ("n1", "n2"):
+                kube_client.delete(ResourceSlice, f"{ns}-{suffix}-gpus")
+
+
+def test_extended_resources_inside_gangs(kube_client: Client, sides: dict[str, str]) -> None:
+    """DRAExtendedResource in gangs: one device on n1, one on n2. A gang of 3 asking for one each cannot
+    fit (the third member finds both taken in the cycle): with both schedulers nothing is bound and no
+    special claim written. A gang of 2 then gets one device each, on both nodes, each member's special claim
+    allocated where it runs."""
+    create(kube_client, _extended_device_class())
+    container = {"resources": {"limits": {EXTENDED: "1"}}}
+
+    def gang(ns: str, side: str, name: str, members: list[str]) -> None:
+        spec = {"schedulingPolicy": {"gang": {"minCount": len(members)}}}
+        meta = {"name": name, "namespace": ns}
+        group = {
+            "apiVersion": "scheduling.k8s.io/v1beta1",
+            "kind": "PodGroup",
+            "metadata": meta,
+            "spec": spec,
+        }
+        create(kube_client, group)
+        for m in members:
+            member = pod(ns, m, SCHEDULERS[side], container=container, schedulingGroup={"podGroupName": name})
+            create(kube_client, member)
+
+    for side, ns in sides.items():
+        create(kube_client, _slice(f"{ns}-n1-gpus", f"{ns}-n1", ["gpu-0"]))
+        create(kube_client, _slice(f"{ns}-n2-gpus", f"{ns}-n2", ["gpu-0"]))
+        gang(ns, side, "big", ["w0", "w1", "w2"])
+    try:
+        big = ["w0", "w1", "w2"]
+        outcomes = settle(kube_client, sides, big, lambda o: all(v != "pending" for v in o.values()))
+        for side, ns in sides.items():
+            assert all(v.startswith("Unschedulable: ") for v in outcomes[side].values()), (side, outcomes)
+            assert not list(kube_client.list(ResourceClaim, namespace=ns)), side
+        for side, ns in sides.items():
+            gang(ns, side, "small", ["v0", "v1"])
+        outcomes = settle(kube_client, sides, ["v0", "v1"], lambda o: "pending" not in o.values())
+        for side, ns in sides.items():
+            assert sorted(outcomes[side].values()) == ["n1", "n2"], (side, outcomes)
+            for member in ("v0", "v1"):
+                view = _special_claim_view(kube_client, ns, member)
+                node = outcomes[side][member]
+                assert view["results"] == [("container-0-request-0", DRIVER, node, "gpu-0")], (side, view)
+                assert view["nodes"] and view["reservedFor"] == ("pods", member), (side, view)
+            assert not [
+                c.metadata.name
+                for c in kube_client.list(ResourceClaim, namespace=ns)
+                if c.metadata.name[0] == "w"
+            ], side
     finally:
         for ns in sides.values():
             for suffix in ("n1", "n2"):

@@ -143,7 +143,10 @@ def _shortfall(scheduler: Scheduler, root: RootKey, pending: list[PodInfo], need
     usable = nodes & ev.equivalence_class(pending[0]).static_ok
     free = snap.alloc - snap.used
     short = []
+    served = snap.dra_rows()  # served by devices where no node offers them: no capacity to add up
     for row, amount in ev.vector(pending[0]).rows:
+        if row in served:
+            continue
         needed = amount * needs
         have = int(np.clip(free[row, usable], 0, None).sum())
         if needed > have:

@@ -24,6 +24,7 @@ from typing import Any
 
 from lightkube.models import meta_v1, resource_v1
 
+from ..api.validation.names import is_extended_resource_name
 from .resources import container_requests
 
 __all__ = [
@@ -50,15 +51,9 @@ _GENERATED_BASE = 58  # the API server's generateName: at most 63 - 5 characters
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand
 
 
-def _is_extended(name: str) -> bool:
-    """v1helper.IsExtendedResourceName: a name with a domain outside kubernetes.io, not a quota's
-    `requests.` name (what validation lets through is otherwise qualified)."""
-    return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
-
-
 def is_dra_extended_name(name: str) -> bool:
     """schedutil.IsDRAExtendedResourceName: an extended resource name, or a class's implicit name."""
-    return _is_extended(name) or name.startswith(IMPLICIT_PREFIX)
+    return is_extended_resource_name(name) or name.startswith(IMPLICIT_PREFIX)
 
 
 def _created(obj: Any) -> float:

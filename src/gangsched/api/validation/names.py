@@ -11,7 +11,14 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["dns1035_label", "dns1123_label", "dns1123_subdomain", "label_key", "path_segment_name"]
+__all__ = [
+    "dns1035_label",
+    "dns1123_label",
+    "dns1123_subdomain",
+    "is_extended_resource_name",
+    "label_key",
+    "path_segment_name",
+]
 
 _LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _SUBDOMAIN_FMT = _LABEL_FMT + "(\\." + _LABEL_FMT + ")*"
@@ -105,6 +112,14 @@ def label_key(value: str) -> list[str]:
     if not _QNAME.match(name):
         errs.append("name part " + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc"))
     return errs
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """v1helper.IsExtendedResourceName: not a native resource (one without a domain, or in kubernetes.io),
+    not a quota's `requests.` name, and a qualified name once `requests.` is put before it."""
+    if "/" not in name or "kubernetes.io/" in name or name.startswith("requests."):
+        return False
+    return not label_key(f"requests.{name}")
 
 
 def path_segment_name(value: str) -> list[str]:

@@ -14,7 +14,7 @@ from ..cel import CelError, compile_selector
 from ..errors import FieldError, duplicate, invalid, not_supported, required
 from .common import label_name, subdomain_name
 from .meta import label_value
-from .names import label_key
+from .names import is_extended_resource_name, label_key
 
 __all__ = ["device_class", "device_taint_rule", "resource_claim_spec", "resource_slice"]
 
@@ -46,7 +46,11 @@ def _selectors(path: str, selectors: list[Any] | None) -> list[FieldError]:
 
 
 def device_class(dc: Any) -> list[FieldError]:
-    return _selectors("spec.selectors", dc.spec.selectors if dc.spec else None)
+    errors = _selectors("spec.selectors", dc.spec.selectors if dc.spec else None)
+    name = dc.spec.extendedResourceName if dc.spec else None
+    if name is not None and not is_extended_resource_name(name):
+        errors.append(invalid("spec.extendedResourceName", name, "must be a valid extended resource name"))
+    return errors
 
 
 def _allocation_mode(path: str, mode: str | None, count: int | None) -> list[FieldError]:
