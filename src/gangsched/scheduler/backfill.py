@@ -56,6 +56,7 @@ from .plugins import BoolArray
 from .podinfo import PodInfo, is_terminal
 from .queue import QueuedRoot, RootKey
 from .snapshot import PODS
+from .waiting import WaitingRoots
 
 if TYPE_CHECKING:
     from .scheduler import Scheduler
@@ -137,6 +138,10 @@ class Backfill:
     # The running work, kept up to date between plans from the pods that changed (`touch`): reading every
     # running pod at every plan cost most of a plan.
     _running: RunningIndex | None = None
+    _waiting: WaitingRoots = field(init=False)  # the roots a plan orders (waiting.py)
+
+    def __post_init__(self) -> None:
+        self._waiting = WaitingRoots(self.scheduler.queue)
 
     # --- what changes the plan ---------------------------------------------------------------------------
     def touch(self, change: Change | None = None) -> None:
@@ -183,9 +188,12 @@ class Backfill:
 
     def running(self, now: float) -> Running:
         """The running work at `now` (plan.running_work)."""
+        return self._index().get(now)
+
+    def _index(self) -> RunningIndex:
         if self._running is None:
             self._running = RunningIndex(self.scheduler, self.settings.plan, self.history, self._estimates)
-        return self._running.get(now)
+        return self._running
 
     @property
     def _order_moves(self) -> bool:
@@ -218,6 +226,7 @@ class Backfill:
 
     def forget(self, root: RootKey) -> None:
         """The root started or left: its reservation is released and the next head gets one at once."""
+        self._waiting.discard(root)
         if self.reservations.pop(root, None) is not None or root in self._planned:
             self.dirty = True
         self._planned.discard(root)
@@ -227,6 +236,7 @@ class Backfill:
         """The root's cycle failed: if it was not planned while fewer than `depth` roots are (at least the
         head, even at depth 0, for its ETA), replan before the next cycle, so that the head is protected at
         once rather than an interval later."""
+        self._waiting.failed(root)
         depth = self.settings.depth
         if root not in self._planned and (depth is None or len(self._planned) < max(depth, 1)):
             self.dirty = True
@@ -248,14 +258,14 @@ class Backfill:
         """Roots that failed a cycle and still wait, by effective priority, then (with fair share) their
         namespace's weighted dominant share, then creation, then arrival; only the first `limit` when given
         (a plan looks at `max_job_test`: a partial sort of the backlog, the same roots in the same order)."""
-        waiting = [r for r in self.scheduler.queue.roots() if r.attempts > 0]
         shares = self.dominant_shares() if self.settings.fair_share is not None else {}
         aging = self.settings.aging_rate > 0 and self.settings.aging_cap > 0
+        if not aging:  # the order does not move with time: read it off the sorted waiting roots
+            return self._waiting.first(limit, lambda ns: shares.get(ns, 0.0))
+        waiting = [r for r in self.scheduler.queue.roots() if r.attempts > 0]
 
         def key(r: QueuedRoot) -> tuple[Any, ...]:
-            # Without aging the effective priority is the priority: spare the wait of each root.
-            priority = self.effective_priority(r, now) if aging else r.priority + 0.0
-            return (-priority, shares.get(r.key[1], 0.0), r.timestamp, r.seq)
+            return (-self.effective_priority(r, now), shares.get(r.key[1], 0.0), r.timestamp, r.seq)
 
         if limit is not None and limit < len(waiting):
             return heapq.nsmallest(limit, waiting, key=key)
@@ -267,12 +277,18 @@ class Backfill:
         snap = self.scheduler.snapshot()
         weights = dict(self.settings.fair_share or ())
         total = snap.alloc.sum(axis=1)
+        # The running work's index holds these sums when every placed pod is running work (a replay);
+        # else (pods assumed but not bound yet, pods of no known root) they are counted here.
+        kept = self._index().namespace_use()
         used: dict[str, npt.NDArray[np.int64]] = {}
-        for (ns, _), (_, vec) in snap.placed.items():
-            row_use = used.setdefault(ns, np.zeros(len(total), dtype=np.int64))
-            for row, v in vec.rows:
-                if row < len(total):
-                    row_use[row] += v
+        if kept is not None and all(len(u) >= len(total) for u in kept.values()):
+            used = {ns: u[: len(total)] for ns, u in kept.items()}
+        else:
+            for (ns, _), (_, vec) in snap.placed.items():
+                row_use = used.setdefault(ns, np.zeros(len(total), dtype=np.int64))
+                for row, v in vec.rows:
+                    if row < len(total):
+                        row_use[row] += v
         served = snap.dra_rows()  # devices, not allocatable: no capacity to share out
         offered = [row for row in range(len(total)) if total[row] > 0 and row != PODS and row not in served]
         return {

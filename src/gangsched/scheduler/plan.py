@@ -171,6 +171,7 @@ class _RunningRoot:
     release: float = INFINITE
     pod_node: npt.NDArray[np.intp] = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
     pod_use: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+    ns_use: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)  # pod_use summed per namespace
 
 
 class RunningIndex:
@@ -200,6 +201,8 @@ class RunningIndex:
         self._dirty: dict[PodKey, None] = {}
         self._all = True
         self._last: Running | None = None
+        self._moved = True  # running pods changed since `_last` was assembled
+        self._ns_use: dict[str, npt.NDArray[np.int64]] = {}  # every running pod's use, per namespace
 
     def pod_changed(self, key: PodKey) -> None:
         self._dirty[key] = None
@@ -220,15 +223,34 @@ class RunningIndex:
         return None
 
     def get(self, now: float) -> Running:
+        self._sync()
+        last = self._last
+        if last is not None and not self._moved and last.still_valid(now):
+            return last
+        self._last, self._moved = self._assemble(now), False
+        return self._last
+
+    def namespace_use(self) -> dict[str, npt.NDArray[np.int64]] | None:
+        """What each namespace's placed pods hold, per resource row, when every pod the snapshot counts is
+        a running pod here (else None: the caller must count the snapshot's pods itself)."""
+        self._sync()
+        if self._snap is None or len(self._root_of) != len(self._snap.placed):
+            return None
+        return self._ns_use
+
+    def _sync(self) -> None:
+        """Look again at the pods that changed (all of them after `reset`); `_moved` when any did."""
         snap = self.scheduler.snapshot()
         if snap is not self._snap or len(snap.resources) != self._rows:
             self._all = True
         touched: dict[RootKey, None] = {}
+        changed = self._all
         if self._all:
             self._all, self._snap, self._rows = False, snap, len(snap.resources)
             self._root_of.clear()
             self._roots.clear()
             self._dirty.clear()
+            self._ns_use = {}
             keys: Iterable[PodKey] = list(snap.placed)  # the placed pods only: the pending can be many more
         else:
             keys, self._dirty = self._dirty, {}
@@ -247,16 +269,14 @@ class RunningIndex:
                     self._roots.setdefault(root, _RunningRoot({})).pods[key] = None
         for root in touched:
             self._refresh(root, snap)
-        last = self._last
-        if not touched and last is not None and last.still_valid(now):
-            return last
-        self._last = self._assemble(now)
-        return self._last
+        self._moved |= changed or bool(touched)
 
     def _refresh(self, root: RootKey, snap: Snapshot) -> None:
         entry = self._roots.get(root)
         if entry is None:
             return
+        for ns, use in entry.ns_use.items():
+            self._ns_use[ns] -= use
         if not entry.pods:
             del self._roots[root]
             return
@@ -271,6 +291,12 @@ class RunningIndex:
         for j, (_, vec) in enumerate(placed):
             for row, v in vec.rows:
                 entry.pod_use[row, j] = v
+        entry.ns_use = {}
+        for j, (ns, _) in enumerate(entry.pods):
+            entry.ns_use[ns] = entry.ns_use.get(ns, 0) + entry.pod_use[:, j]
+        for ns, use in entry.ns_use.items():
+            total = self._ns_use.get(ns)
+            self._ns_use[ns] = use.copy() if total is None else total + use
         entry.estimate, entry.nodes = estimate, frozenset(entry.pod_node.tolist())
         entry.work, entry.release = None, INFINITE
         if starts:

@@ -74,6 +74,7 @@ class SchedulingQueue:
         # that may help, with thousands of roots queued).
         self._parked: set[RootKey] = set()
         self.max_unschedulable_s = max_unschedulable_s
+        self.priority_changes = 0  # of roots already queued (planners that keep roots by priority follow it)
 
     def __contains__(self, key: RootKey) -> bool:
         return key in self._roots
@@ -95,6 +96,7 @@ class SchedulingQueue:
             return
         else:
             reordered = root.priority != priority
+            self.priority_changes += reordered
         root.priority = priority
         self._parked.discard(key)
         if reordered and self.policy.strict_fifo:

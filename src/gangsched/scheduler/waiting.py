@@ -1,0 +1,95 @@
+"""The roots a backfill plan orders: those that failed a cycle and still wait, kept sorted between plans.
+
+A plan takes the first `max_job_test` of them by (priority, then with fair share their namespace's weighted
+dominant share, then creation, then arrival). Sorting the whole backlog at every plan cost a pass over every
+queued root; here the roots are kept in lists by (priority, namespace), each sorted by (creation, arrival),
+which do not change while a root waits. A plan orders the lists (a handful) by priority and share and reads
+the first roots off them, merging lists whose priority and share are equal: the same roots in the same
+order as sorting them all (arrival is unique, so the order is total).
+
+Entries are added when a root fails a cycle (`failed`) and dropped when it leaves (`discard`), or found stale
+when read: a root no longer queued, or queued anew (another arrival number) and not failed since. A change
+of a waiting root's priority (SchedulingQueue.priority_changes) rebuilds the lists from the queue.
+Not thread-safe; owned by one Backfill.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from collections.abc import Callable, Iterator
+
+from .queue import QueuedRoot, RootKey, SchedulingQueue
+
+__all__ = ["WaitingRoots"]
+
+_Group = tuple[int, str]  # (priority, namespace)
+_Entry = tuple[tuple[float, int], int, RootKey]  # (creation timestamp, arrival seq, root)
+
+
+class WaitingRoots:
+    def __init__(self, queue: SchedulingQueue) -> None:
+        self.queue = queue
+        self._groups: dict[_Group, list[_Entry]] = {}
+        self._where: dict[RootKey, tuple[_Group, _Entry]] = {}
+        self._priority_changes = queue.priority_changes
+
+    def failed(self, key: RootKey) -> None:
+        """`key` failed a cycle: it waits (again) from now on, under its present priority."""
+        root = self.queue.get(key)
+        if root is None or not root.attempts:
+            return
+        group, entry = (root.priority, key[1]), (root.timestamp, root.seq, key)
+        if self._where.get(key) == (group, entry):
+            return
+        self.discard(key)
+        bisect.insort(self._groups.setdefault(group, []), entry)
+        self._where[key] = (group, entry)
+
+    def discard(self, key: RootKey) -> None:
+        where = self._where.pop(key, None)
+        if where is None:
+            return
+        group, entry = where
+        entries = self._groups[group]
+        i = bisect.bisect_left(entries, entry)
+        if i < len(entries) and entries[i] == entry:
+            del entries[i]
+        if not entries:
+            del self._groups[group]
+
+    def _rebuild(self) -> None:
+        self._groups.clear()
+        self._where.clear()
+        for root in self.queue.roots():
+            self.failed(root.key)
+        self._priority_changes = self.queue.priority_changes
+
+    def first(self, limit: int | None, share: Callable[[str], float]) -> list[QueuedRoot]:
+        """The first `limit` waiting roots (all when None) by (-priority, share(namespace), creation,
+        arrival), as `sorted` over every queued root with attempts would give them."""
+        if self._priority_changes != self.queue.priority_changes:
+            self._rebuild()
+        order = sorted(self._groups, key=lambda g: (-(g[0] + 0.0), share(g[1])))
+        out: list[QueuedRoot] = []
+        stale: list[RootKey] = []
+        i = 0
+        while i < len(order) and (limit is None or len(out) < limit):
+            head = (-(order[i][0] + 0.0), share(order[i][1]))
+            j = i + 1
+            while j < len(order) and (-(order[j][0] + 0.0), share(order[j][1])) == head:
+                j += 1
+            lists = [self._groups[g] for g in order[i:j]]
+            merged: Iterator[_Entry] = iter(lists[0]) if len(lists) == 1 else heapq.merge(*lists)
+            for _, seq, key in merged:
+                root = self.queue.get(key)
+                if root is None or root.seq != seq or not root.attempts:
+                    stale.append(key)
+                    continue
+                out.append(root)
+                if limit is not None and len(out) >= limit:
+                    break
+            i = j
+        for key in stale:
+            self.discard(key)
+        return out
