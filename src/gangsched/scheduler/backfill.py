@@ -153,7 +153,7 @@ class Backfill:
         `history`, a pod that ends after running records its run time under its owner (a root's estimate
         is made when the planner first needs it and again when the root starts)."""
         if change is None or change.kind != "Pod":
-            self.objects_changed()
+            self.objects_changed(change.kind if change is not None else "")
             self.changed = True
             return
         pod, old = change.obj, change.old
@@ -181,10 +181,15 @@ class Backfill:
             if started is not None and owner is not None:
                 self.history.record(owner, now - started)
 
-    def objects_changed(self) -> None:
-        """An object other than a pod changed (a group, a node): running pods may map to other roots now."""
+    def objects_changed(self, kind: str) -> None:
+        """An object other than a pod changed: running pods may map to other roots now. A node change
+        builds a new snapshot whose node numbers may differ, so the reservations' nodes mean nothing until
+        the next plan, made before the next cycle."""
         if self._running is not None:
             self._running.reset()
+        if kind == "Node" and self.reservations:
+            self.reservations = {}
+            self.dirty = True
 
     def running(self, now: float) -> Running:
         """The running work at `now` (plan.running_work)."""

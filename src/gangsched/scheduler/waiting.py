@@ -7,8 +7,9 @@ which do not change while a root waits. A plan orders the lists (a handful) by p
 the first roots off them, merging lists whose priority and share are equal: the same roots in the same
 order as sorting them all (arrival is unique, so the order is total).
 
-Entries are added when a root fails a cycle (`failed`) and dropped when it leaves (`discard`), or found stale
-when read: a root no longer queued, or queued anew (another arrival number) and not failed since. A change
+Entries are added when a root fails a cycle (`failed`; failing again after being queued anew replaces its
+entry) and dropped when it leaves (`discard`), or found stale when read: a root no longer queued, or queued
+anew and not failed since. A change
 of a waiting root's priority (SchedulingQueue.priority_changes) rebuilds the lists from the queue.
 Not thread-safe; owned by one Backfill.
 """
@@ -81,9 +82,9 @@ class WaitingRoots:
                 j += 1
             lists = [self._groups[g] for g in order[i:j]]
             merged: Iterator[_Entry] = iter(lists[0]) if len(lists) == 1 else heapq.merge(*lists)
-            for _, seq, key in merged:
+            for _, _, key in merged:
                 root = self.queue.get(key)
-                if root is None or root.seq != seq or not root.attempts:
+                if root is None or not root.attempts:  # left, or queued anew and not failed since
                     stale.append(key)
                     continue
                 out.append(root)
