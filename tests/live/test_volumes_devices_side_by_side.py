@@ -17,6 +17,7 @@ from lightkube.core.exceptions import ApiError
 from lightkube.resources.core_v1 import Namespace, PersistentVolume, PersistentVolumeClaim, Pod
 from lightkube.resources.resource_v1 import DeviceTaintRule, ResourceClaim, ResourceSlice
 from lightkube.resources.scheduling_v1 import PriorityClass
+from lightkube.resources.scheduling_v1beta1 import PodGroup
 from lightkube.resources.storage_v1 import CSIDriver, CSINode, VolumeAttachment
 from lightkube.types import PatchType
 
@@ -338,24 +339,9 @@ def test_postfilter_deallocates_a_claim_allocated_where_the_pod_cannot_run(
     resourceclaim controller deallocates only claims whose last consumer left), and a filler leaves n1 too
     little CPU for p. p's first cycle fails (n1 short of CPU, the claim not available on n2), PostFilter
     deallocates the claim, its update requeues p: both schedulers bind p to n2 with n2's gpu-0."""
-    create(kube_client, _device_class())
-    request = {"name": "gpu", "exactly": {"deviceClassName": DEVICE_CLASS}}
-    for side, ns in sides.items():
-        for node in ("n1", "n2"):
-            create(kube_client, _slice(f"{ns}-{node}-gpus", f"{ns}-{node}", ["gpu-0"]))
-        heavy = {"resources": {"requests": {"cpu": "3", "memory": "128Mi"}}}
-        on_n1 = {HOSTNAME: f"{ns}-n1"}
-        create(kube_client, pod(ns, "filler", SCHEDULERS[side], {}, container=heavy, nodeSelector=on_n1))
-        create(kube_client, {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-                             "metadata": {"name": "stale", "namespace": ns,
-                                          "finalizers": ["resource.kubernetes.io/delete-protection"]},
-                             "spec": {"devices": {"requests": [request]}}})  # fmt: skip
-        result = {"request": "gpu", "driver": DRIVER, "pool": f"{ns}-n1", "device": "gpu-0"}
-        term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [f"{ns}-n1"]}]}
-        allocation = {"devices": {"results": [result]}, "nodeSelector": {"nodeSelectorTerms": [term]}}
-        kube_client.patch(ResourceClaim.Status, "stale", {"status": {"allocation": allocation}}, namespace=ns,
-                          patch_type=PatchType.MERGE)  # fmt: skip
-    settle(kube_client, sides, ["filler"], lambda o: o["filler"] == "n1")
+    _gpus_and_filler(kube_client, sides, ("n1", "n2"))
+    for ns in sides.values():
+        _allocated_claim(kube_client, ns)
     try:
         for side, ns in sides.items():
             need = {"resources": {"requests": {"cpu": "2", "memory": "128Mi"}}}
@@ -373,6 +359,134 @@ def test_postfilter_deallocates_a_claim_allocated_where_the_pod_cannot_run(
             for node in ("n1", "n2"):
                 with contextlib.suppress(ApiError):
                     kube_client.delete(ResourceSlice, f"{ns}-{node}-gpus")
+
+
+def _gpus_and_filler(client: Client, sides: dict[str, str], gpu_nodes: tuple[str, ...]) -> None:
+    """Each side: one device `gpu-0` on each of `gpu_nodes`, and a 3-CPU filler bound to n1 (which keeps 1
+    CPU), waited for."""
+    create(client, _device_class())
+    for side, ns in sides.items():
+        for node in gpu_nodes:
+            create(client, _slice(f"{ns}-{node}-gpus", f"{ns}-{node}", ["gpu-0"]))
+        heavy = {"resources": {"requests": {"cpu": "3", "memory": "128Mi"}}}
+        create(
+            client,
+            pod(ns, "filler", SCHEDULERS[side], {}, container=heavy, nodeSelector={HOSTNAME: f"{ns}-n1"}),
+        )
+    settle(client, sides, ["filler"], lambda o: o["filler"] == "n1")
+
+
+def _allocated_claim(
+    client: Client,
+    ns: str,
+    name: str = "stale",
+    node: str = "n1",
+    reserved_for: list[dict[str, str]] | None = None,
+) -> None:
+    """Claim `name` asking for one gpu, allocated on `node`'s gpu-0 (its nodeSelector names that node),
+    reserved for `reserved_for` (no one by default): what a consumer that left, or a binding that failed
+    after PreBind, leaves."""
+    request = {"name": "gpu", "exactly": {"deviceClassName": DEVICE_CLASS}}
+    create(client, {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                    "metadata": {"name": name, "namespace": ns,
+                                 "finalizers": ["resource.kubernetes.io/delete-protection"]},
+                    "spec": {"devices": {"requests": [request]}}})  # fmt: skip
+    result = {"request": "gpu", "driver": DRIVER, "pool": f"{ns}-{node}", "device": "gpu-0"}
+    term = {"matchFields": [{"key": "metadata.name", "operator": "In", "values": [f"{ns}-{node}"]}]}
+    status: dict[str, Any] = {
+        "allocation": {"devices": {"results": [result]}, "nodeSelector": {"nodeSelectorTerms": [term]}}
+    }
+    if reserved_for:
+        status["reservedFor"] = reserved_for
+    client.patch(ResourceClaim.Status, name, {"status": status}, namespace=ns, patch_type=PatchType.MERGE)
+
+
+def _reserved_for_group(client: Client, ns: str) -> list[dict[str, str]]:
+    uid = client.get(PodGroup, "pg", namespace=ns).metadata.uid
+    return [{"apiGroup": "scheduling.k8s.io", "resource": "podgroups", "name": "pg", "uid": uid}]
+
+
+@pytest.mark.parametrize("level", ["pod", "podgroup"])
+def test_group_postfilter_deallocates_a_claim_allocated_where_the_gang_cannot_run(
+    kube_client: Client, sides: dict[str, str], level: str
+) -> None:
+    """DynamicResources' PodGroupPostFilter: gang pg (minCount 2) of m0 and m1, 2 CPUs each; a filler leaves
+    n1 1 CPU, so the gang can only run on n2. m0 uses claim `stale`, allocated on n1's gpu-0: `pod`, a claim
+    of m0's own reserved for no one (the per-pod pass deallocates it); `podgroup`, the PodGroup's claim
+    reserved for the PodGroup (the group pass deallocates it, no member being scheduled). The first cycle
+    fails (m0 fits nowhere), PodGroupPostFilter deallocates `stale`, its update requeues the gang: both
+    schedulers bind m0 and m1 to n2, `stale` allocated n2's gpu-0."""
+    _gpus_and_filler(kube_client, sides, ("n1", "n2"))
+    claim = {"name": "gpu", "resourceClaimName": "stale"}
+    try:
+        for side, ns in sides.items():
+            spec: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": 2}}}
+            if level == "podgroup":
+                spec["resourceClaims"] = [claim]
+            create(kube_client, {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+                                 "metadata": {"name": "pg", "namespace": ns}, "spec": spec})  # fmt: skip
+            reserved = _reserved_for_group(kube_client, ns) if level == "podgroup" else None
+            _allocated_claim(kube_client, ns, reserved_for=reserved)
+            need = {"resources": {"requests": {"cpu": "2", "memory": "128Mi"}}}
+            group = {"podGroupName": "pg"}
+            create(kube_client, pod(ns, "m0", SCHEDULERS[side], {}, container=need, resourceClaims=[claim],
+                                    schedulingGroup=group))  # fmt: skip
+            create(kube_client, pod(ns, "m1", SCHEDULERS[side], {}, container=need, schedulingGroup=group))
+        outcomes = settle(
+            kube_client,
+            sides,
+            ["m0", "m1"],
+            lambda o: o["m0"] in ("n1", "n2") and o["m1"] != "pending" and "Unschedulable" not in o["m1"],
+        )
+        assert outcomes == {side: {"m0": "n2", "m1": "n2"} for side in sides}
+        for side, ns in sides.items():
+            got = kube_client.get(ResourceClaim, "stale", namespace=ns)
+            (result,) = got.status.allocation.devices.results
+            assert (result.pool, result.device) == (f"{ns}-n2", "gpu-0"), side
+            want = ["pg"] if level == "podgroup" else ["m0"]
+            assert [r.name for r in got.status.reservedFor] == want, side
+    finally:
+        for ns in sides.values():
+            for node in ("n1", "n2"):
+                with contextlib.suppress(ApiError):
+                    kube_client.delete(ResourceSlice, f"{ns}-{node}-gpus")
+
+
+def test_group_postfilter_unreserves_the_group_claim(kube_client: Client, sides: dict[str, str]) -> None:
+    """DynamicResources' PodGroupPostFilter, nothing to deallocate: the PodGroup's claim `held` is allocated
+    on n2's gpu-0 and reserved for pg; the two 3-CPU members cannot both run (n1 keeps 1 CPU beside a
+    filler, n2 has 4). The claim is available wherever the other filters pass and no member runs, so both
+    schedulers remove pg from its reservedFor (a strategic merge patch deleting the entry by UID) and keep
+    its allocation; the gang waits, with the same messages under both."""
+    _gpus_and_filler(kube_client, sides, ("n2",))
+    claim = {"name": "gpu", "resourceClaimName": "held"}
+    try:
+        for side, ns in sides.items():
+            spec = {"schedulingPolicy": {"gang": {"minCount": 2}}, "resourceClaims": [claim]}
+            create(kube_client, {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "PodGroup",
+                                 "metadata": {"name": "pg", "namespace": ns}, "spec": spec})  # fmt: skip
+            _allocated_claim(kube_client, ns, "held", "n2", _reserved_for_group(kube_client, ns))
+            need = {"resources": {"requests": {"cpu": "3", "memory": "128Mi"}}}
+            group = {"podGroupName": "pg"}
+            for name in ("m0", "m1"):
+                member = pod(ns, name, SCHEDULERS[side], {}, container=need, resourceClaims=[claim])
+                create(kube_client, {**member, "spec": {**member["spec"], "schedulingGroup": group}})
+        for side, ns in sides.items():
+            _wait(
+                f"{side}: pg unreserved from held",
+                lambda ns=ns: not kube_client.get(ResourceClaim, "held", namespace=ns).status.reservedFor,
+            )
+        outcomes = settle(kube_client, sides, ["m0", "m1"], lambda o: "Unschedulable" in o["m0"])
+        assert outcomes["kube"] == outcomes["gangsched"], outcomes
+        for side, ns in sides.items():
+            got = kube_client.get(ResourceClaim, "held", namespace=ns)
+            assert not got.status.reservedFor, side
+            (result,) = got.status.allocation.devices.results
+            assert (result.pool, result.device) == (f"{ns}-n2", "gpu-0"), side
+    finally:
+        for ns in sides.values():
+            with contextlib.suppress(ApiError):
+                kube_client.delete(ResourceSlice, f"{ns}-n2-gpus")
 
 
 def test_device_taints_keep_untolerating_claims_away(kube_client: Client, sides: dict[str, str]) -> None:

@@ -20,9 +20,10 @@ asynchronous binding cycle): the scheduler goes on with the next root while writ
    PreBind as kube-scheduler's bindClaim does: POST with generateName, then the delete-protection finalizer
    (update), then status allocation and reservedFor, then the pod's status.extendedResourceClaimStatus; when
    the cycle's pods are not bound after all, the claims it created are deleted (its Unreserve).
-5. Claim deallocations (DynamicResources' PostFilter): a ResourceClaim's status without allocation and
-   reservations, conditional on the resourceVersion the scheduler judged; a stale special claim is deleted
-   (finalizer removed first).
+5. Claim deallocations (DynamicResources' PostFilter and PodGroupPostFilter): a ResourceClaim's status
+   without allocation and reservations, conditional on the resourceVersion the scheduler judged; a stale
+   special claim is deleted (finalizer removed first); a PodGroup unreserved from a claim by a strategic
+   merge patch deleting its reservedFor entry (by UID).
 6. Events: events.k8s.io/v1, through a small separate pool, sent while no binding is in flight (the CPU and
    connections go to bindings first; events are informational).
 A pod's SchedulingGated condition is written a second late, and only if it still waits then.
@@ -47,6 +48,7 @@ import httpx2 as httpx
 from ..scheduler.decision import (
     Binding,
     ClaimReservation,
+    ClaimUnreservation,
     ConditionChange,
     Decision,
     Eviction,
@@ -157,6 +159,8 @@ class Applier:
             self._spawn(self._deallocate_claim(key))
         for key in decision.claim_deletions:
             self._spawn(self._delete_claim(key))
+        for u in decision.unreservations:
+            self._spawn(self._unreserve_claim(u))
         for n in decision.nominations:
             self._spawn(self._nominate(n))
         for e in decision.evictions:
@@ -427,6 +431,21 @@ class Applier:
         }
         await self._write(
             lambda: self.api.patch_status("ResourceClaim", key, patch), f"deallocate claim {key[0]}/{key[1]}"
+        )
+
+    async def _unreserve_claim(self, u: ClaimUnreservation) -> None:
+        """DynamicResources' PodGroupPostFilter write: the PodGroup's entry out of the claim's reservedFor, as
+        upstream's strategic merge patch (`$patch: delete` by UID, the claim's UID as precondition)."""
+        claim = self.cache.store.get("ResourceClaim", u.claim)
+        if claim is None:
+            return
+        patch = {
+            "metadata": {"uid": claim.metadata.uid},
+            "status": {"reservedFor": [{"$patch": "delete", "uid": u.consumer["uid"]}]},
+        }
+        await self._write(
+            lambda: self.api.patch_status("ResourceClaim", u.claim, patch, strategic=True),
+            f"unreserve claim {u.claim[0]}/{u.claim[1]}",
         )
 
     async def _bind_one(self, b: Binding) -> bool:

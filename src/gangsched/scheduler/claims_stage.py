@@ -110,12 +110,12 @@ class PodClaimState:
     extended: ExtendedNeed | None = None
 
 
-def _is_pod(ref: Any, meta: Any) -> bool:
-    """Whether a reservedFor entry names this pod: by UID as upstream; objects read from files without
-    UIDs are told apart by name."""
+def _is_pod(ref: Any, meta: Any, resource: str = "pods") -> bool:
+    """Whether a reservedFor entry names this pod (or the object of `resource` with this `meta`): by UID as
+    upstream; objects read from files without UIDs are told apart by name."""
     if meta.uid:
         return bool(ref.uid == meta.uid)
-    return bool(ref.resource == "pods" and not ref.uid and ref.name == meta.name)
+    return bool(ref.resource == resource and not ref.uid and ref.name == meta.name)
 
 
 class ClaimsStage:
@@ -423,12 +423,21 @@ class ClaimsStage:
         return out
 
     # --- PostFilter -----------------------------------------------------------------------------------------
-    def to_deallocate(self, pi: PodInfo, nodes: BoolArray) -> list[tuple[str, str]]:
+    def any_allocated(self, pi: PodInfo) -> bool:
+        """Whether one of the pod's claims is allocated in the store: what DynamicResources' PostFilter (and
+        PodGroupPostFilter) may deallocate or unreserve after a failed cycle."""
+        return any(
+            (current := self._allocation_of(use.key)) is not None and current[1] is not None
+            for use in self.prefilter(pi).claims.uses
+        )
+
+    def to_deallocate(self, pi: PodInfo, nodes: BoolArray, group: Any = None) -> list[tuple[str, str]]:
         """DynamicResources' PostFilter candidates, in the pod's claim order: claims allocated in the store
         that were not available on some node where the filters before DynamicResources passed (`nodes`, less
-        the volume plugins' rejections here), reserved for nobody or only for this pod (by UID), so that
-        deallocating one could let a later cycle allocate it where the pod can run
-        (dynamicresources.go Filter's unavailableClaims, deallocateOrDeletePodClaims)."""
+        the volume plugins' rejections here), reserved for nobody or only for this pod (by UID) — or, given
+        the pod's PodGroup `group`, only for that group — so that deallocating one could let a later cycle
+        allocate it where the pod can run (dynamicresources.go Filter's unavailableClaims,
+        deallocateOrDeletePodClaims and deallocatePodGroupClaims)."""
         state = self.prefilter(pi)
         if state.error is not None or not state.claims.uses:
             return []
@@ -441,7 +450,7 @@ class ClaimsStage:
                     reached &= ~mask
         if not reached.any():
             return []
-        meta = pi.pod.metadata
+        meta, resource = (pi.pod.metadata, "pods") if group is None else (group.metadata, "podgroups")
         out = []
         for use in state.claims.uses:
             current = self._allocation_of(use.key)
@@ -451,7 +460,7 @@ class ClaimsStage:
                 continue
             claim = self.store.get("ResourceClaim", use.key)
             reserved = (claim.status.reservedFor if claim is not None and claim.status else None) or []
-            if not reserved or (len(reserved) == 1 and _is_pod(reserved[0], meta)):
+            if not reserved or (len(reserved) == 1 and _is_pod(reserved[0], meta, resource)):
                 out.append(use.key)
         return out
 

@@ -9,6 +9,7 @@ from typing import Any
 __all__ = [
     "Binding",
     "ClaimReservation",
+    "ClaimUnreservation",
     "Condition",
     "ConditionChange",
     "Decision",
@@ -52,6 +53,16 @@ class ClaimReservation:
     consumer: dict[str, str]
     create: dict[str, Any] | None = None
     request_mappings: tuple[dict[str, str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimUnreservation:
+    """DynamicResources' PodGroupPostFilter: remove the PodGroup `consumer` (API form, matched by UID, or by
+    resource and name when it has none) from `status.reservedFor` of an allocated claim, keeping the
+    allocation (upstream's strategic-merge `$patch: delete` of that entry)."""
+
+    claim: ObjectKey
+    consumer: dict[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +120,7 @@ class Decision:
     # Special claims for extended resources left from an earlier cycle, which DynamicResources' PostFilter
     # deletes so that the pod's next cycle makes a new one (extendeddynamicresources.go deleteClaim).
     claim_deletions: list[ObjectKey] = field(default_factory=list)
+    unreservations: list[ClaimUnreservation] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return bool(
@@ -119,6 +131,7 @@ class Decision:
             or self.events
             or self.deallocations
             or self.claim_deletions
+            or self.unreservations
         )
 
     def extend(self, other: Decision) -> None:
@@ -131,3 +144,4 @@ class Decision:
         self.claims.extend(other.claims)
         self.deallocations.extend(other.deallocations)
         self.claim_deletions.extend(other.claim_deletions)
+        self.unreservations.extend(other.unreservations)

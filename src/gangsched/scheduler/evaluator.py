@@ -669,10 +669,11 @@ class Evaluator:
                     ok &= ~mask
         return ok
 
-    def claims_to_deallocate(self, pi: PodInfo) -> list[tuple[str, str]]:
+    def claims_to_deallocate(self, pi: PodInfo, group: Any = None) -> list[tuple[str, str]]:
         """After `pi` fit nowhere: its allocated ResourceClaims that DynamicResources' PostFilter may
-        deallocate (ClaimsStage.to_deallocate), judged on the nodes where every filter before
-        DynamicResources passes as the snapshot stands. Empty for a pod without claims, at no cost."""
+        deallocate (ClaimsStage.to_deallocate; with `group`, those its PodGroupPostFilter may deallocate
+        for that PodGroup), judged on the nodes where every filter before DynamicResources passes as the
+        snapshot stands. Empty for a pod without claims, at no cost."""
         if not self._claims_apply(pi):
             return []
         assert self.claims is not None
@@ -681,7 +682,15 @@ class Evaluator:
         reached = (c.masked >= 0) & self.claims.static(pi)
         if layer is not None:
             reached &= layer.ok
-        return self.claims.to_deallocate(pi, reached)
+        return self.claims.to_deallocate(pi, reached, group)
+
+    def holds_allocated_claim(self, pi: PodInfo) -> bool:
+        """Whether `pi` uses a ResourceClaim allocated in the store (ClaimsStage.any_allocated) or has a stale
+        special claim: what DynamicResources' PostFilter may free after a failed cycle."""
+        if not self._claims_apply(pi):
+            return False
+        assert self.claims is not None
+        return self.claims.any_allocated(pi) or bool(self.claims.stale_special(pi))
 
     def special_claim_to_delete(self, pi: PodInfo) -> list[tuple[str, str]]:
         """After `pi` fit nowhere: its special claim for extended resources left from an earlier cycle, which

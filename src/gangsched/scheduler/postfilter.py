@@ -10,6 +10,10 @@ PreemptionByScheduler on each victim pod and on each group evicted whole, a Pree
 nominates the preemptor's pods; the preemptor binds in a later cycle, once the victims are gone. Its own
 message says so too (`..., pod group preemption: found a placement for podgroup, preempting N victims`).
 
+For a PodGroup root DynamicResources' PodGroupPostFilter ran first (claims_postfilter.py): its claim writes
+join the decision, and its reason precedes preemption's unless preemption succeeded or found no victims at
+all (UnschedulableAndUnresolvable: the framework then returns that status alone).
+
 Nominations follow upstream (schedule_one.go, schedule_one_podgroup.go): a preemption that found victims
 nominates; an ongoing one (victims still terminating) keeps the nominations as they are; a lone pod that is
 not eligible keeps its nomination; every other failure clears the nominations of the cycle's pods. Only
@@ -23,11 +27,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .claims_postfilter import ClaimsPostFilter
 from .cycle import GroupResult
 from .decision import Condition, ConditionChange, Decision, Eviction, Nomination, Notice
 from .pod_preemption import preempt_pod
 from .podinfo import PodInfo
-from .preemption import Ineligible, Preemption, PreemptionView, preempt_pod_group
+from .preemption import NO_VICTIMS_FOR_GROUP, Ineligible, Preemption, PreemptionView, preempt_pod_group
 from .snapshot import Snapshot
 from .tree import TreeResult
 
@@ -99,49 +104,67 @@ def preempt_after_failure(
     pods: Sequence[PodInfo],
     result: GroupResult | TreeResult,
     rerun: Callable[[], GroupResult | TreeResult] | None,
+    freed: ClaimsPostFilter | None = None,
 ) -> PostFilterResult:
     """Preempt for the root whose Unschedulable `result` this is: `pg` is the root PodGroup or
-    CompositePodGroup (with `rerun`, its cycle run again) or None for a lone pod. The PostFilter message is
-    appended to `result` (its message for a group, the pod's failure for a lone pod)."""
+    CompositePodGroup (with `rerun`, its cycle run again) or None for a lone pod; `freed`, what
+    DynamicResources' PodGroupPostFilter did before (its writes join the decision). The PostFilter message
+    is appended to `result` (its message for a group, the pod's failure for a lone pod)."""
     snap = view.ev.snap
     if pg is not None and rerun is not None:
         outcome = preempt_pod_group(view, pg, pods, rerun)
         message = outcome if isinstance(outcome, str) else outcome.message(snap.node_names)
-        result.message = f"{result.message}, pod group preemption: {message}"
+        message = f"pod group preemption: {message}"
+        # The framework joins the Unschedulable reasons of the plugins in order; a preemption that succeeds,
+        # or finds no victims at all (UnschedulableAndUnresolvable), returns its own status alone.
+        if (
+            freed is not None
+            and freed.reason
+            and isinstance(outcome, str)
+            and outcome != NO_VICTIMS_FOR_GROUP
+        ):
+            message = f"{freed.reason}, {message}"
+        result.message = f"{result.message}, {message}"
+        written = Decision()
+        if freed is not None:
+            written.deallocations = list(freed.deallocations)
+            written.claim_deletions = list(freed.deletions)
+            written.unreservations = list(freed.unreservations)
         if isinstance(outcome, str):
-            return PostFilterResult(_clear(pods, snap))
-    else:
-        (pi,) = pods
-        if len(snap) == 0:
-            # upstream's ErrNoNodesAvailable returns before PostFilter runs, clearing the nomination
-            return PostFilterResult(_clear(pods, snap))
-        # DynamicResources' PostFilter runs first (upstream inserts it before DefaultPreemption); it
-        # deallocates one claim and is always Unschedulable, so preemption runs after it, on the snapshot as
-        # it was (the claim write is not in the scheduler's cache yet). A preemption that succeeds replaces
-        # the joined reasons with its own.
-        dealloc = Decision()
-        dealloc.deallocations = view.ev.claims_to_deallocate(pi)[:1]
-        if not dealloc.deallocations:
-            dealloc.claim_deletions = view.ev.special_claim_to_delete(pi)
-        outcome = preempt_pod(view, pi)
-        message = outcome if isinstance(outcome, str) else outcome.message(snap.node_names)
-        fit_error = result.failures.get(pi.key) or result.message
-        if dealloc.deallocations and isinstance(outcome, str):
-            message = f"{DEALLOCATED}, preemption: {message}"
-        elif dealloc.claim_deletions and isinstance(outcome, str):
-            message = f"{DELETED}, preemption: {message}"
-        else:
-            message = f"preemption: {message}"
-        result.failures[pi.key] = f"{fit_error} {message}"
-        if isinstance(outcome, Ineligible):
-            return PostFilterResult(dealloc)  # the nomination stays as it is
-        if isinstance(outcome, str):
-            dealloc.extend(_clear(pods, snap))
-            return PostFilterResult(dealloc)
+            written.extend(_clear(pods, snap))
+            return PostFilterResult(written)
         if outcome.ongoing:
-            return PostFilterResult(dealloc, waiting=True)
-        dealloc.extend(preemption_decision(outcome, snap))
-        return PostFilterResult(dealloc, waiting=True, retry=not outcome.victims)
+            return PostFilterResult(written, waiting=True)
+        written.extend(preemption_decision(outcome, snap))
+        return PostFilterResult(written, waiting=True, retry=not outcome.victims)
+    (pi,) = pods
+    if len(snap) == 0:
+        # upstream's ErrNoNodesAvailable returns before PostFilter runs, clearing the nomination
+        return PostFilterResult(_clear(pods, snap))
+    # DynamicResources' PostFilter runs first (upstream inserts it before DefaultPreemption); it
+    # deallocates one claim and is always Unschedulable, so preemption runs after it, on the snapshot as
+    # it was (the claim write is not in the scheduler's cache yet). A preemption that succeeds replaces
+    # the joined reasons with its own.
+    dealloc = Decision()
+    dealloc.deallocations = view.ev.claims_to_deallocate(pi)[:1]
+    if not dealloc.deallocations:
+        dealloc.claim_deletions = view.ev.special_claim_to_delete(pi)
+    outcome = preempt_pod(view, pi)
+    message = outcome if isinstance(outcome, str) else outcome.message(snap.node_names)
+    fit_error = result.failures.get(pi.key) or result.message
+    if dealloc.deallocations and isinstance(outcome, str):
+        message = f"{DEALLOCATED}, preemption: {message}"
+    elif dealloc.claim_deletions and isinstance(outcome, str):
+        message = f"{DELETED}, preemption: {message}"
+    else:
+        message = f"preemption: {message}"
+    result.failures[pi.key] = f"{fit_error} {message}"
+    if isinstance(outcome, Ineligible):
+        return PostFilterResult(dealloc)  # the nomination stays as it is
+    if isinstance(outcome, str):
+        dealloc.extend(_clear(pods, snap))
+        return PostFilterResult(dealloc)
     if outcome.ongoing:
-        return PostFilterResult(waiting=True)
-    return PostFilterResult(preemption_decision(outcome, snap), waiting=True, retry=not outcome.victims)
+        return PostFilterResult(dealloc, waiting=True)
+    dealloc.extend(preemption_decision(outcome, snap))
+    return PostFilterResult(dealloc, waiting=True, retry=not outcome.victims)

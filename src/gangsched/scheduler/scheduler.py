@@ -19,6 +19,7 @@ from ..api.duration import DurationError, duration_of
 from ..api.gates import FeatureGates
 from ..store.change import Change
 from .backfill import Backfill, BackfillSettings
+from .claims_postfilter import pod_group_post_filter
 from .claims_stage import CLAIM_KINDS, ClaimsStage
 from .consistency import pod_group_error, tree_error
 from .cycle import Code, GroupAttempt, GroupResult, run_group_cycle
@@ -864,8 +865,11 @@ class Scheduler:
         fail again, so the root goes back to wait for room without one, with every effect of that failed
         cycle: requeued with its backoff, waiting for room, and the planner told. (The failed cycle's
         PostFilter would find nothing: `_room_need` answers only when no running pod has a lower priority.
-        Its status messages are not rewritten: they say what the last real cycle found.)"""
+        Its status messages are not rewritten: they say what the last real cycle found.) A root whose pods
+        use an allocated ResourceClaim always gets its cycle: DynamicResources' PostFilter may free it."""
         if not root.attempts:
+            return False
+        if any(self._evaluator().holds_allocated_claim(pi) for pi in pending):
             return False
         need = self._room_need(root.priority, pg, pending, bound)
         if need is None or self._evaluator().room_for(need.like, allowed) >= need.need:
@@ -919,7 +923,7 @@ class Scheduler:
         rerun: Callable[[], GroupResult] | None = None,
         bound: int = 0,
     ) -> Decision:
-        post = self._preempt(root, pg, pods, result, now, rerun)
+        post = self._preempt(root, pg, pods, result, now, rerun, bound)
         d = Decision()
         placed = bind(d, self._node_names(), result.placed, self._decided)
         waiting = post is not None and post.waiting
@@ -949,14 +953,16 @@ class Scheduler:
         result: GroupResult | TreeResult,
         now: float,
         rerun: Callable[[], GroupResult | TreeResult] | None,
+        bound: int = 0,
     ) -> PostFilterResult | None:
-        """PostFilter for a root whose cycle ended Unschedulable (None for any other outcome); under
+        """PostFilter for a root whose cycle ended Unschedulable (None for any other outcome), `bound` its
+        members already running; under
         backfill a preemption that would delay a reservation is dropped (nothing evicted, nominations as
         they were), one that needs no victim too: its dry run, on every node, may nominate the root where
         its own cycle may not go, and the room the nomination holds would keep the reserved root out."""
         if result.code != Code.UNSCHEDULABLE:
             return None
-        post = self._post_filter(root.key, group, pods, result, rerun)
+        post = self._post_filter(root.key, group, pods, result, rerun, bound)
         if (
             (post.decision.evictions or any(n.node for n in post.decision.nominations))
             and self.backfill is not None
@@ -1067,8 +1073,22 @@ class Scheduler:
         pods: list[PodInfo],
         result: GroupResult | TreeResult,
         rerun: Callable[[], GroupResult | TreeResult] | None,
+        bound: int,
     ) -> PostFilterResult:
-        """Preemption after an Unschedulable cycle (postfilter.py), so never in a cycle that binds."""
+        """PostFilter after an Unschedulable cycle (postfilter.py), so never in a cycle that binds: for a
+        PodGroup, DynamicResources' PodGroupPostFilter first (claims_postfilter.py), then preemption."""
+        freed = None
+        if pg is not None and isinstance(result, GroupResult):
+            freed = pod_group_post_filter(
+                self._evaluator(),
+                lambda key: self.store.get("ResourceClaim", key),
+                pg,
+                pods,
+                result.failures.keys() | result.fit,
+                bound,
+                workload_claims=self.gates.enabled("DRAWorkloadResourceClaims"),
+                topology_aware=self.gates.topology_aware_workload_scheduling,
+            )
         view = PreemptionView(
             self._evaluator(),
             self._pods,
@@ -1078,7 +1098,7 @@ class Scheduler:
             victim_keys=self.victim_keys,
             own_victims_terminating=self._victims_terminating(root),
         )
-        return preempt_after_failure(view, pg, pods, result, rerun)
+        return preempt_after_failure(view, pg, pods, result, rerun, freed)
 
     # --- composite trees ------------------------------------------------------------------------------------
     def _schedulable(self, pi: PodInfo) -> bool:

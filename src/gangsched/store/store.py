@@ -17,7 +17,15 @@ from typing import Any
 from lightkube.models import core_v1, meta_v1, resource_v1, scheduling_v1alpha3, scheduling_v1beta1
 
 from ..api.kinds import kind_info
-from ..scheduler.decision import ClaimReservation, Condition, Decision, Eviction, Notice, VolumeBinding
+from ..scheduler.decision import (
+    ClaimReservation,
+    ClaimUnreservation,
+    Condition,
+    Decision,
+    Eviction,
+    Notice,
+    VolumeBinding,
+)
 from ..scheduler.extended import CLAIM_FINALIZER
 from .change import Change, Key
 
@@ -239,6 +247,21 @@ class Store:
         claim.status.devices = None
         self._emit(Change("update", "ResourceClaim", key, claim, before))
 
+    def _unreserve_claim(self, u: ClaimUnreservation) -> None:
+        """DynamicResources' PodGroupPostFilter: the PodGroup leaves the claim's status.reservedFor (by UID,
+        or by resource and name for objects without UIDs); the allocation stays."""
+        claim = self.get("ResourceClaim", u.claim)
+        if claim is None or claim.status is None:
+            return
+        before = copy.deepcopy(claim)
+        uid, name = u.consumer.get("uid"), u.consumer.get("name")
+        claim.status.reservedFor = [
+            r
+            for r in claim.status.reservedFor or []
+            if not (r.uid == uid if uid else (r.resource == u.consumer.get("resource") and r.name == name))
+        ]
+        self._emit(Change("update", "ResourceClaim", u.claim, claim, before))
+
     def apply(self, decision: Decision) -> None:
         """Apply a Decision: volumes and claims first (kube-scheduler's PreBind), then bind, nominate,
         evict, set conditions, record events."""
@@ -252,6 +275,8 @@ class Store:
             self._deallocate_claim(key)
         for key in decision.claim_deletions:
             self.delete("ResourceClaim", key)
+        for u in decision.unreservations:
+            self._unreserve_claim(u)
         for b in decision.bindings:
             pod = self.get("Pod", b.pod)
             if pod is None:
