@@ -29,7 +29,7 @@ from .core import job_spec, node, pod_disruption_budget, pod_spec, priority_clas
 from .groups import composite_pod_group_spec, pod_group_spec
 from .meta import object_meta
 from .pod_selectors import label_selector_owner, map_selector_owner
-from .references import reference_errors
+from .references import admin_access_errors, reference_errors
 from .resource import device_class, device_taint_rule, resource_claim_spec, resource_slice
 from .storage import csi_node, persistent_volume, persistent_volume_claim, storage_class
 from .workload import workload_spec
@@ -108,4 +108,5 @@ def validate(loaded: Sequence[Loaded], gates: FeatureGates) -> list[Problem]:
             valid.append(item)
     if gates.enabled("GenericWorkload"):
         problems.extend(_problem(item, e) for item, e in reference_errors(loaded, valid))
+    problems.extend(_problem(item, e) for item, e in admin_access_errors(loaded, valid))
     return problems

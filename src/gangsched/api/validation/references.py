@@ -1,4 +1,5 @@
-"""Rules between loaded objects: references that must resolve, and a group agreeing with its parent.
+"""Rules between loaded objects: references that must resolve, a group agreeing with its parent, and admin
+access to devices only in namespaces labelled for it.
 
 A reference is checked against the objects of the same input, in the same namespace: a PodGroup's or
 CompositePodGroup's workloadRef (the Workload and a template of the right kind in it) and its
@@ -15,10 +16,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..errors import FieldError, invalid, not_found
+from ..errors import FieldError, forbidden, invalid, not_found
 from ..loader import Loaded
 
-__all__ = ["reference_errors"]
+__all__ = ["ADMIN_ACCESS_LABEL", "admin_access_errors", "reference_errors"]
+
+ADMIN_ACCESS_LABEL = "resource.kubernetes.io/admin-access"
+ADMIN_ACCESS_FORBIDDEN = (
+    f"admin access to devices requires the `{ADMIN_ACCESS_LABEL}: true` label on the containing namespace"
+)
 
 _Key = tuple[str, str]  # (namespace, name)
 
@@ -122,3 +128,47 @@ def reference_errors(
             continue
         for error in _against_parent(obj.spec, parent.spec):
             yield item, error
+
+
+def _admin_access_path(item: Loaded) -> str | None:
+    """The field upstream names when a claim or claim template asks for admin access (the first `exactly`
+    request with adminAccess true; a template's requests are named as a claim's, as upstream does), or, for a
+    claim, a status result granting it; None when neither does."""
+    spec = item.obj.spec
+    devices = None
+    if item.info.kind == "ResourceClaim":
+        devices = spec.devices if spec is not None else None
+    elif item.info.kind == "ResourceClaimTemplate":
+        devices = spec.spec.devices if spec is not None and spec.spec is not None else None
+    for i, request in enumerate((devices.requests if devices is not None else None) or []):
+        if request.exactly is not None and request.exactly.adminAccess:
+            return f"spec.devices.requests[{i}].adminAccess"
+    if item.info.kind != "ResourceClaim" or item.obj.status is None or item.obj.status.allocation is None:
+        return None
+    allocated = item.obj.status.allocation.devices
+    for i, result in enumerate((allocated.results if allocated is not None else None) or []):
+        if result.adminAccess:
+            return f"status.allocation.devices.results[{i}].adminAccess"
+    return None
+
+
+def admin_access_errors(
+    loaded: Sequence[Loaded], checked: Sequence[Loaded]
+) -> Iterator[tuple[Loaded, FieldError]]:
+    """(object, error) for every ResourceClaim or ResourceClaimTemplate of `checked` that asks for admin
+    access to devices (or, for a claim, whose status grants it) in a namespace without the label
+    `resource.kubernetes.io/admin-access: "true"`: the API server refuses it (pkg/registry/resource
+    AuthorizedForAdmin, AuthorizedForAdminStatus). A namespace not in the input has no labels, as `default`
+    has none on a fresh cluster."""
+    labelled = {
+        item.obj.metadata.name
+        for item in loaded
+        if item.info.kind == "Namespace"
+        and (item.obj.metadata.labels or {}).get(ADMIN_ACCESS_LABEL) == "true"
+    }
+    for item in checked:
+        if item.info.kind not in ("ResourceClaim", "ResourceClaimTemplate"):
+            continue
+        path = _admin_access_path(item)
+        if path is not None and (item.obj.metadata.namespace or "default") not in labelled:
+            yield item, forbidden(path, ADMIN_ACCESS_FORBIDDEN)
