@@ -106,6 +106,7 @@ class PodClaimState:
     volumes: PodVolumes
     claims: PodClaims
     attachable: dict[str, str] = field(default_factory=dict)
+    inline: dict[str, str] = field(default_factory=dict)  # inline in-tree volumes migrated to CSI
     static: dict[str, Rejections] = field(default_factory=dict)
     extended: ExtendedNeed | None = None
 
@@ -227,8 +228,9 @@ class ClaimsStage:
         if error is None and volumes.bound:
             state.static[binding.NAME] = binding.bound_rejections(self.pv_nodes, volumes)
             state.static[zone.NAME] = zone.filter_nodes(self.snap, volumes)
-        if error is None and (volumes.bound or volumes.delay):
-            state.attachable = limits.attachable(self.volumes, pod)
+        state.inline = limits.inline_attachable(pod)
+        if error is None and (volumes.bound or volumes.delay or state.inline):
+            state.attachable = {**limits.attachable(self.volumes, pod), **state.inline}
         return state
 
     def _missing_class(self, claim: Any) -> str | None:
@@ -274,7 +276,9 @@ class ClaimsStage:
                 continue
             other = self.pods.get(key)
             if other is not None and other.pod.spec.volumes:
-                out.append(limits.attachable(self.volumes, other.pod))
+                out.append(
+                    {**limits.attachable(self.volumes, other.pod), **limits.inline_attachable(other.pod)}
+                )
         return out
 
     def _allocation_of(self, key: tuple[str, str]) -> tuple[Allocation | None, Any] | None:
@@ -312,7 +316,7 @@ class ClaimsStage:
             rejected: dict[str, BoolArray] = {}
             for node in np.flatnonzero(remaining):
                 name = self.snap.node_names[node]
-                reason = limits.missing_driver(self.volumes, state.attachable, name)
+                reason = limits.missing_driver(self.volumes, state.attachable, name, state.inline)
                 if reason is None:
                     caps = limits.limits(self.volumes, name)
                     held = limits.attached_by_volume_attachments(self.volumes, name) if caps else {}

@@ -74,10 +74,15 @@ def _signature(spec: Any, requests: dict[str, int], nonzero: tuple[int, int]) ->
 
 
 def uses_claims(spec: Any) -> bool:
-    """Whether the pod uses PersistentVolumeClaims (named, or a generic ephemeral volume's) or
-    ResourceClaims: the claims stage checks it."""
+    """Whether the pod uses PersistentVolumeClaims (named, or a generic ephemeral volume's), inline in-tree
+    volumes NodeVolumeLimits counts once migrated to CSI, or ResourceClaims: the claims stage checks it."""
     return bool(spec.resourceClaims) or any(
-        v.persistentVolumeClaim is not None or v.ephemeral is not None for v in spec.volumes or []
+        v.persistentVolumeClaim is not None
+        or v.ephemeral is not None
+        or v.azureDisk is not None
+        or v.cinder is not None
+        or v.portworxVolume is not None
+        for v in spec.volumes or []
     )
 
 

@@ -3,10 +3,14 @@
 once per node however many pods use it: `driver/volumeHandle` for a bound CSI PV, and for a claim still to
 be provisioned its class's provisioner with a handle made from the claim. Volumes attached by a
 VolumeAttachment to the node (attacher and its PV's CSI handle) count too, unless a pod there uses them.
-Inline `csi` volumes are not counted (upstream counts inline volumes only when they are in-tree ones CSI
-migration translates). With VolumeLimitScaling (beta, on in v1.37), a node whose CSINode lacks a driver of
-the pod's volumes whose CSIDriver says `preventPodSchedulingIfMissing: true` is rejected first, with
-`<driver> CSI driver is not installed on the node`. Unschedulable (preemption may free attachments)."""
+Inline `csi` volumes are not counted. Inline in-tree volumes CSI migration translates count against the
+driver they migrate to, on a node that has a CSINode (csi.go checkAttachableInlineVolume, isCSIMigrationOn;
+k8s.io/csi-translation-lib): `azureDisk` (disk.csi.azure.com, handle diskURI), `cinder`
+(cinder.csi.openstack.org, volumeID), `portworxVolume` (pxd.portworx.com, volumeID); GCE and AWS disks are
+refused before (plugins/unsupported.py). With VolumeLimitScaling (beta, on in v1.37), a node whose CSINode
+lacks a driver of the pod's volumes whose CSIDriver says `preventPodSchedulingIfMissing: true` is rejected
+first, with `<driver> CSI driver is not installed on the node`. Unschedulable (preemption may free
+attachments)."""
 
 from __future__ import annotations
 
@@ -39,9 +43,36 @@ def attachable(catalog: VolumeCatalog, pod: Any) -> dict[str, str]:
     return out
 
 
-def missing_driver(catalog: VolumeCatalog, new: dict[str, str], node_name: str) -> str | None:
+#: Inline in-tree volume source -> (the CSI driver it migrates to, the field that becomes its volumeHandle).
+INLINE_MIGRATED = {
+    "azureDisk": ("disk.csi.azure.com", "diskURI"),
+    "cinder": ("cinder.csi.openstack.org", "volumeID"),
+    "portworxVolume": ("pxd.portworx.com", "volumeID"),
+}
+
+
+def inline_attachable(pod: Any) -> dict[str, str]:
+    """The pod's inline in-tree volumes as CSI migration translates them: `driver/handle` -> driver
+    (TranslateInTreeInlineVolumeToCSI, GetCSINameFromInTreeName). They count only on a node with a
+    CSINode."""
+    out: dict[str, str] = {}
+    for volume in pod.spec.volumes or []:
+        for source, (driver, handle) in INLINE_MIGRATED.items():
+            value = getattr(volume, source, None)
+            if value is not None:
+                out[f"{driver}/{getattr(value, handle)}"] = driver
+    return out
+
+
+def missing_driver(
+    catalog: VolumeCatalog, new: dict[str, str], node_name: str, inline: Iterable[str] = ()
+) -> str | None:
     """The reason when a driver of the pod's volumes must be installed on the node and is not (Filter's
-    checkCSIDriverOnNode; a driver without a CSIDriver object, or one not opting in, never rejects)."""
+    checkCSIDriverOnNode; a driver without a CSIDriver object, or one not opting in, never rejects). The
+    `inline` volumes of `new` count only on a node with a CSINode (isCSIMigrationOn)."""
+    if catalog.csi_nodes.get(node_name) is None:
+        skip = set(inline)
+        new = {unique: driver for unique, driver in new.items() if unique not in skip}
     installed = {d.name for d in _drivers(catalog, node_name)}
     for driver in sorted(set(new.values())):  # upstream walks a Go map: the first it meets
         spec = catalog.csi_drivers.get(driver)
