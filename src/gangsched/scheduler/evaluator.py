@@ -95,6 +95,7 @@ class ScorePlugin:
 # PreFilters that reject the pod outright (upstream: PreFilter returns Unschedulable, rendered
 # `0/N nodes are available: MESSAGE.`); they read only the pod.
 PREFILTER_REFUSALS: tuple[tuple[str, Callable[[Any], str | None]], ...] = (
+    (node_affinity.NAME, node_affinity.conflict),
     (unsupported.NAME, unsupported.refusal),
 )
 # PreFilter results that narrow the nodes every filter looks at (reported before any filter's reason).

@@ -354,7 +354,12 @@ class Scheduler:
             if pi.group is not None:
                 self._members.setdefault(pi.group, set()).add(key)
         else:
+            relabelled = not pod.spec.nodeName and pod.metadata.labels != pi.pod.metadata.labels
             pi.pod = pod  # live informers replace objects on update; what it identifies stays immutable
+            if relabelled:
+                # A pending pod's labels may change: what other pods read of it, and the selector of its
+                # default spread constraints (upstream builds them in each cycle), follow them.
+                pi.traits = pod_traits(pod, self._default_selector(pod))
         bound = bool(pod.spec.nodeName)
         self._track_nomination(pi, change, pending=not bound)
         if key in self._victim_of and pod.metadata.deletionTimestamp is not None:

@@ -14,6 +14,7 @@ NAME = "NodeAffinity"
 WEIGHT = 2
 REASON = "node(s) didn't match Pod's node affinity/selector"
 PREFILTER_REASON = f"node(s) didn't satisfy plugin(s) [{NAME}]"
+CONFLICT = "pod affinity terms conflict"  # errReasonConflict
 
 
 def _requirement(snap: Snapshot, key: str, op: str, values: list[str]) -> BoolArray:
@@ -52,9 +53,9 @@ def term_matches(snap: Snapshot, term: Any) -> BoolArray:
     return ok
 
 
-def prefilter_nodes(snap: Snapshot, spec: Any) -> Rejections:
-    """PreFilter: when every required term pins node names (matchFields metadata.name In), only those nodes
-    are filtered at all; upstream reports the others as PREFILTER_REASON, before any filter's reason."""
+def _pinned_names(spec: Any) -> set[str] | None:
+    """The node names the required terms pin (matchFields metadata.name In, intersected within a term, united
+    across terms), or None when some term pins none (every node stays eligible) or there are no terms."""
     na = spec.affinity.nodeAffinity if spec.affinity else None
     required = na.requiredDuringSchedulingIgnoredDuringExecution if na else None
     names: set[str] | None = None
@@ -64,9 +65,23 @@ def prefilter_nodes(snap: Snapshot, spec: Any) -> Rejections:
             if f.key == "metadata.name" and f.operator == "In":
                 pinned = set(f.values or []) if pinned is None else pinned & set(f.values or [])
         if pinned is None:
-            return []  # a term without a name pin: every node stays eligible (terms are ORed)
+            return None  # a term without a name pin: every node stays eligible (terms are ORed)
         names = pinned if names is None else names | pinned
-    if not names:  # no terms, or pins that conflict: left to the filter
+    return names
+
+
+def conflict(spec: Any) -> str | None:
+    """PreFilter's refusal when every term pins node names and no name is left (each term's pins conflict):
+    upstream's UnschedulableAndUnresolvable `pod affinity terms conflict`, before any filter runs."""
+    names = _pinned_names(spec)
+    return CONFLICT if names is not None and not names else None
+
+
+def prefilter_nodes(snap: Snapshot, spec: Any) -> Rejections:
+    """PreFilter: when every required term pins node names (matchFields metadata.name In), only those nodes
+    are filtered at all; upstream reports the others as PREFILTER_REASON, before any filter's reason."""
+    names = _pinned_names(spec)
+    if not names:  # no pins at all, or conflicting ones (refused by `conflict`)
         return []
     outside = np.ones(len(snap), dtype=bool)
     outside[[snap.index[n] for n in names if n in snap.index]] = False
