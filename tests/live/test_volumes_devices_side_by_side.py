@@ -730,6 +730,56 @@ def test_csi_attach_limits(
                 kube_client.delete(CSINode, node)
 
 
+def test_inline_migrated_volumes_count_against_the_csi_driver(
+    kube_client: Client, sides: dict[str, str]
+) -> None:
+    """NodeVolumeLimits translates inline in-tree volumes (CSI migration, locked on): each node's CSINode
+    allows one disk.csi.azure.com volume. p-1 with Azure disk `a` is pinned to n1, p-2 with disk `b` goes to
+    n2, p-3 with disk `a` again fits n1 (one volume counts once per node), p-4 with disk `c` fits nowhere:
+    both schedulers say `2 node(s) exceed max volume count` in the same message."""
+    driver = "disk.csi.azure.com"
+    names = [f"{ns}-{n}" for ns in sides.values() for n in ("n1", "n2")]
+    for node in names:
+        spec = {"drivers": [{"name": driver, "nodeID": node, "allocatable": {"count": 1}}]}
+        create(kube_client, {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": node},
+                             "spec": spec})  # fmt: skip
+
+    def disk(name: str) -> list[dict[str, Any]]:
+        uri = f"/subscriptions/s/resourceGroups/r/providers/Microsoft.Compute/disks/{name}"
+        return [{"name": "d", "azureDisk": {"diskName": name, "diskURI": uri, "kind": "Managed"}}]
+
+    try:
+        for side, ns in sides.items():
+            create(
+                kube_client,
+                pod(ns, "p-1", SCHEDULERS[side], volumes=disk("a"), nodeSelector={HOSTNAME: f"{ns}-n1"}),
+            )
+        settle(kube_client, sides, ["p-1"], lambda o: o["p-1"] == "n1")
+        for side, ns in sides.items():
+            create(kube_client, pod(ns, "p-2", SCHEDULERS[side], volumes=disk("b")))
+        outcomes = settle(kube_client, sides, ["p-2"], lambda o: o["p-2"] in ("n1", "n2"))
+        assert outcomes == {side: {"p-2": "n2"} for side in sides}
+        for side, ns in sides.items():
+            create(
+                kube_client,
+                pod(ns, "p-3", SCHEDULERS[side], volumes=disk("a"), nodeSelector={HOSTNAME: f"{ns}-n1"}),
+            )
+            create(kube_client, pod(ns, "p-4", SCHEDULERS[side], volumes=disk("c")))
+        outcomes = settle(
+            kube_client,
+            sides,
+            ["p-3", "p-4"],
+            lambda o: o["p-3"] == "n1" and o["p-4"].startswith("Unschedulable"),
+        )
+        for side, got in outcomes.items():
+            assert "2 node(s) exceed max volume count" in got["p-4"], (side, got)
+        assert outcomes["kube"] == outcomes["gangsched"]
+    finally:
+        for node in names:
+            with contextlib.suppress(ApiError):
+                kube_client.delete(CSINode, node)
+
+
 def test_csi_driver_required_and_volume_attachments(kube_client: Client, sides: dict[str, str]) -> None:
     """NodeVolumeLimits in v1.37: the CSIDriver says `preventPodSchedulingIfMissing: true`
     (VolumeLimitScaling, on) and only n1's CSINode lists it, with room for one volume, which a
