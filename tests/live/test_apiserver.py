@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 import msgspec
 import pytest
 import yaml
+from click.testing import CliRunner
 from lightkube import ApiError, AsyncClient, Client, KubeConfig, codecs
 from lightkube.models.core_v1 import (
     Container,
@@ -24,9 +25,10 @@ from lightkube.models.core_v1 import (
     ResourceRequirements,
 )
 from lightkube.models.meta_v1 import ObjectMeta
-from lightkube.resources.core_v1 import Pod
+from lightkube.resources.core_v1 import Namespace, Pod
 from lightkube.resources.scheduling_v1beta1 import PodGroup
 
+from gangsched.cli import main
 from gangsched.live.controlplane import LocalControlPlane, ManagedProcess
 
 MANIFESTS = Path(__file__).parent / "manifests"
@@ -181,6 +183,33 @@ def test_pod_with_scheduling_group_is_accepted(kube_client: Client, namespace: s
             Pod, "w0", {"spec": {"schedulingGroup": {"podGroupName": "other"}}}, namespace=namespace
         )
     assert e.value.status.code == 422
+
+
+def test_admin_access_outside_a_labelled_namespace_is_refused_as_validate_says(
+    kube_client: Client, namespace: str, tmp_path: Path
+) -> None:
+    """DRAAdminAccess's namespace rule is the API server's: a ResourceClaim asking for admin access in a
+    namespace without `resource.kubernetes.io/admin-access: "true"` is refused, with the words `gangsched
+    validate` prints for the same object; once the namespace carries the label the claim is accepted."""
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "watch", "namespace": namespace},
+        "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com",
+                                                                      "adminAccess": True}}]}},
+    }  # fmt: skip
+    with pytest.raises(ApiError) as e:
+        kube_client.create(codecs.from_dict(claim))
+    assert e.value.status.code == 422
+    manifest = tmp_path / "claim.yaml"
+    manifest.write_text(yaml.safe_dump(claim))
+    done = CliRunner().invoke(main, ["validate", "-f", str(manifest)])
+    assert done.exit_code == 1
+    ours = done.output.strip().split(": ", 2)[2]  # FILE: KIND NS/NAME: FIELD: MESSAGE
+    assert ours in str(e.value.status.message), (ours, e.value.status.message)
+    labelled = {"metadata": {"labels": {"resource.kubernetes.io/admin-access": "true"}}}
+    kube_client.patch(Namespace, namespace, labelled)
+    kube_client.create(codecs.from_dict(claim))
 
 
 def test_binding_a_pod_to_a_fake_node(

@@ -693,6 +693,29 @@ def test_read_write_once_pod(
     assert outcomes["kube"] == outcomes["gangsched"]
 
 
+@contextlib.contextmanager
+def _one_volume_per_node(client: Client, sides: dict[str, str], driver: str) -> Iterator[None]:
+    """Each side's n1 and n2 get a CSINode allowing one volume of `driver`, deleted afterwards."""
+    names = [f"{ns}-{n}" for ns in sides.values() for n in ("n1", "n2")]
+    for node in names:
+        spec = {"drivers": [{"name": driver, "nodeID": node, "allocatable": {"count": 1}}]}
+        create(client, {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": node},
+                        "spec": spec})  # fmt: skip
+    try:
+        yield
+    finally:
+        for node in names:
+            with contextlib.suppress(ApiError):
+                client.delete(CSINode, node)
+
+
+def _both_exceed(outcomes: dict[str, dict[str, str]], name: str) -> None:
+    """`name` waits for want of attach room on both nodes, in the same message under both schedulers."""
+    for side, got in outcomes.items():
+        assert "2 node(s) exceed max volume count" in got[name], (side, got)
+    assert outcomes["kube"] == outcomes["gangsched"]
+
+
 def test_csi_attach_limits(
     kube_client: Client,
     sides: dict[str, str],
@@ -700,13 +723,7 @@ def test_csi_attach_limits(
     """NodeVolumeLimits: each node's CSINode allows one volume of the driver. p-1 is pinned to n1 with
     c-1; p-2 (c-2) goes to the loaded n2 since n1 is at its limit; p-3 (c-3) fits nowhere and waits with
     `exceed max volume count` for both nodes, in the same message from both schedulers."""
-    names = [f"{ns}-{n}" for ns in sides.values() for n in ("n1", "n2")]
-    for node in names:
-        driver = {"name": CSI_DRIVER, "nodeID": node, "allocatable": {"count": 1}}
-        meta = {"name": node}
-        create(kube_client, {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": meta,
-                             "spec": {"drivers": [driver]}})  # fmt: skip
-    try:
+    with _one_volume_per_node(kube_client, sides, CSI_DRIVER):
         _filler(kube_client, sides, "n2")
         _bound_claims(
             kube_client, sides, {f"c-{i}": lambda ns, i=i: _static_pv(f"{ns}-v-{i}") for i in (1, 2, 3)}
@@ -721,13 +738,7 @@ def test_csi_attach_limits(
         for side, ns in sides.items():
             create(kube_client, _using(ns, "p-3", side, "c-3"))
         outcomes = settle(kube_client, sides, ["p-3"], lambda o: o["p-3"].startswith("Unschedulable"))
-        for side, got in outcomes.items():
-            assert "2 node(s) exceed max volume count" in got["p-3"], (side, got)
-        assert outcomes["kube"] == outcomes["gangsched"]
-    finally:
-        for node in names:
-            with contextlib.suppress(ApiError):
-                kube_client.delete(CSINode, node)
+        _both_exceed(outcomes, "p-3")
 
 
 def test_inline_migrated_volumes_count_against_the_csi_driver(
@@ -737,18 +748,12 @@ def test_inline_migrated_volumes_count_against_the_csi_driver(
     allows one disk.csi.azure.com volume. p-1 with Azure disk `a` is pinned to n1, p-2 with disk `b` goes to
     n2, p-3 with disk `a` again fits n1 (one volume counts once per node), p-4 with disk `c` fits nowhere:
     both schedulers say `2 node(s) exceed max volume count` in the same message."""
-    driver = "disk.csi.azure.com"
-    names = [f"{ns}-{n}" for ns in sides.values() for n in ("n1", "n2")]
-    for node in names:
-        spec = {"drivers": [{"name": driver, "nodeID": node, "allocatable": {"count": 1}}]}
-        create(kube_client, {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": node},
-                             "spec": spec})  # fmt: skip
 
     def disk(name: str) -> list[dict[str, Any]]:
         uri = f"/subscriptions/s/resourceGroups/r/providers/Microsoft.Compute/disks/{name}"
         return [{"name": "d", "azureDisk": {"diskName": name, "diskURI": uri, "kind": "Managed"}}]
 
-    try:
+    with _one_volume_per_node(kube_client, sides, "disk.csi.azure.com"):
         for side, ns in sides.items():
             create(
                 kube_client,
@@ -771,13 +776,7 @@ def test_inline_migrated_volumes_count_against_the_csi_driver(
             ["p-3", "p-4"],
             lambda o: o["p-3"] == "n1" and o["p-4"].startswith("Unschedulable"),
         )
-        for side, got in outcomes.items():
-            assert "2 node(s) exceed max volume count" in got["p-4"], (side, got)
-        assert outcomes["kube"] == outcomes["gangsched"]
-    finally:
-        for node in names:
-            with contextlib.suppress(ApiError):
-                kube_client.delete(CSINode, node)
+        _both_exceed(outcomes, "p-4")
 
 
 def test_csi_driver_required_and_volume_attachments(kube_client: Client, sides: dict[str, str]) -> None:
