@@ -447,6 +447,8 @@ class ClaimsStage:
             return []
         if state.extended is not None and state.extended.stale is not None:
             return []  # Filter stopped at the stale special claim: no claim was found unavailable
+        if not self.any_allocated(pi):
+            return []  # no candidate: spare running the filters again (a failed gang asks per member)
         reached = nodes.copy()
         for name, rejections in self.dynamic(pi, nodes):
             if name != DRA_NAME:
