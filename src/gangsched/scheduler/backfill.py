@@ -422,11 +422,19 @@ class Backfill:
         masks: dict[tuple[int, RootKey | None], BoolArray] = {}
         rooms: dict[tuple[Any, int, RootKey | None], int] = {}
 
+        first = starts[0] if starts else INFINITE
+        estimates, reserved = self._estimates, self.reservations
+
         def fits(root: RootKey, like: PodInfo, need: int) -> bool:
-            est = self.estimate(root).seconds
-            n = bisect.bisect_left(starts, now + est if est is not None else INFINITE)
-            own = root if root in self.reservations and root in keys[:n] else None  # never against itself
-            if n == 0 or (n == 1 and own is not None):
+            # Asked for each root a walk reaches (millions over a long backlog): kept to dict look-ups.
+            estimate = estimates.get(root)
+            est = (estimate if estimate is not None else self.estimate(root)).seconds
+            end = now + est if est is not None else INFINITE
+            if end <= first:
+                return True  # it ends before any reservation starts
+            n = bisect.bisect_left(starts, end)
+            own = root if root in reserved and root in keys[:n] else None  # never against itself
+            if n == 1 and own is not None:
                 return True
             room = rooms.get((like.signature, n, own))
             if room is None:
