@@ -15,10 +15,12 @@ at `now + resolution`. The snapshot is left exactly as found.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -203,6 +205,10 @@ class RunningIndex:
         self._last: Running | None = None
         self._moved = True  # running pods changed since `_last` was assembled
         self._ns_use: dict[str, npt.NDArray[np.int64]] = {}  # every running pod's use, per namespace
+        # Roots whose start is known by (expected end, root): the order of a plan's running work, kept
+        # sorted as roots change; the others start "now" at each plan.
+        self._by_end: list[tuple[float, RootKey]] = []
+        self._startless: dict[RootKey, None] = {}
 
     def pod_changed(self, key: PodKey) -> None:
         self._dirty[key] = None
@@ -251,6 +257,8 @@ class RunningIndex:
             self._roots.clear()
             self._dirty.clear()
             self._ns_use = {}
+            self._by_end.clear()
+            self._startless.clear()
             keys: Iterable[PodKey] = list(snap.placed)  # the placed pods only: the pending can be many more
         else:
             keys, self._dirty = self._dirty, {}
@@ -277,6 +285,10 @@ class RunningIndex:
             return
         for ns, use in entry.ns_use.items():
             self._ns_use[ns] -= use
+        if entry.work is not None:
+            i = bisect.bisect_left(self._by_end, (entry.work.end, root))
+            del self._by_end[i]
+        self._startless.pop(root, None)
         if not entry.pods:
             del self._roots[root]
             return
@@ -304,24 +316,31 @@ class RunningIndex:
             end = start + estimate.seconds if estimate.seconds is not None else INFINITE
             entry.work = RunningWork(root, tuple(entry.pods), entry.nodes, start, end, estimate)
             entry.release = self.settings.round_up(end)
+            bisect.insort(self._by_end, (end, root))
+        else:
+            self._startless[root] = None
 
     def _assemble(self, now: float) -> Running:
-        timeless = True
-        works: list[tuple[RunningWork, float, _RunningRoot]] = []
-        for root, entry in self._roots.items():
-            work = entry.work
-            if work is not None and work.end > now:
-                works.append((work, entry.release, entry))
-                continue
-            timeless = False
-            if work is None:  # no start known: it starts now
-                seconds = entry.estimate.seconds
-                end = now + seconds if seconds is not None else INFINITE
-                work = RunningWork(root, tuple(entry.pods), entry.nodes, now, end, entry.estimate)
-            if work.end <= now:  # overrun: expected to end any moment now
-                work = replace(work, end=now + self.settings.resolution, overrun=True)
-            works.append((work, self.settings.round_up(work.end), entry))
-        works.sort(key=lambda w: (w[0].end, w[0].root))
+        roots, by_end = self._roots, self._by_end
+        overrun = bisect.bisect_right(by_end, now, key=itemgetter(0))  # expected to have ended by now
+        works: list[tuple[RunningWork, float, _RunningRoot]]
+        timeless = not overrun and not self._startless
+        if timeless:  # kept in order already
+            works = [(entry.work, entry.release, entry) for _, root in by_end if (entry := roots[root]).work]
+        else:
+            works = [(e.work, e.release, e) for _, root in by_end[overrun:] if (e := roots[root]).work]
+            late = [root for _, root in by_end[:overrun]] + list(self._startless)
+            for root in late:
+                entry = roots[root]
+                work = entry.work
+                if work is None:  # no start known: it starts now
+                    seconds = entry.estimate.seconds
+                    end = now + seconds if seconds is not None else INFINITE
+                    work = RunningWork(root, tuple(entry.pods), entry.nodes, now, end, entry.estimate)
+                if work.end <= now:  # overrun: expected to end any moment now
+                    work = replace(work, end=now + self.settings.resolution, overrun=True)
+                works.append((work, self.settings.round_up(work.end), entry))
+            works.sort(key=lambda w: (w[0].end, w[0].root))
         rows = len(self._snap.resources) if self._snap is not None else 0
         return Running(
             [w for w, _, _ in works],
