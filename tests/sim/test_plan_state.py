@@ -1,4 +1,5 @@
-"""What the backfill planner keeps between plans is what it would compute afresh.
+"""What the backfill planner keeps between plans is what it would compute afresh, and the release walks it
+bounds wake the roots they would wake reading every root.
 
 The planner keeps the running work (plan.RunningIndex, refreshed from the pods that changed), the waiting
 roots in sorted lists (waiting.py) and each namespace's usage (for fair share), rather than reading every
@@ -10,12 +11,14 @@ queued root with attempts, each namespace's usage summed over the placed pods.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pytest
 
 from gangsched.scheduler.backfill import Backfill, BackfillSettings
+from gangsched.scheduler.hints import Fits, RoomWaiters
 from gangsched.scheduler.plan import Running, running_work
 from gangsched.sim import SimOptions, Simulation, Workload
 from gangsched.sim.failures import FailurePlan
@@ -88,3 +91,56 @@ def test_kept_state_equals_a_fresh_computation_at_every_plan(
     assert sum(r.end is not None for r in sim.runs) == 120  # every job ran to its end
     # The checks saw plans with work running and with more roots waiting than a limited order takes.
     assert checked["running"] >= 20 and checked["waiting"] >= 5, checked
+
+
+def _walks(seed: int, depth: int, bounded: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], int]:
+    """The replay's decisions and every root each release walk woke, and how many roots walks asked the
+    planner about; `bounded=False`: the walks read every root (no bound by estimates)."""
+    woken: list[Any] = []
+    asked = [0]
+    wake, rewake, room_check = RoomWaiters.wake, RoomWaiters.rewake, Backfill.room_check
+
+    def wake_logged(self: RoomWaiters, *args: Any, **kwargs: Any) -> Any:
+        if not bounded:
+            self.estimate = None
+        out = list(wake(self, *args, **kwargs))
+        woken.append(("wake", out))
+        return iter(out)
+
+    def rewake_logged(self: RoomWaiters, *args: Any, **kwargs: Any) -> Any:
+        out = list(rewake(self, *args, **kwargs))
+        woken.append(("rewake", out))
+        return iter(out)
+
+    def counting(self: Backfill, now: float) -> Fits | None:
+        fits = room_check(self, now)
+        if fits is None:
+            return None
+
+        def check(*args: Any) -> bool:
+            asked[0] += 1
+            return fits.check(*args)
+
+        return replace(fits, check=check)
+
+    monkeypatch.setattr(RoomWaiters, "wake", wake_logged)
+    monkeypatch.setattr(RoomWaiters, "rewake", rewake_logged)
+    monkeypatch.setattr(Backfill, "room_check", counting)
+    options = SimOptions(policy="gang-backfill", backfill=BackfillSettings(depth=depth), seed=seed)
+    sim = Simulation(Workload(gpu_nodes(4, 8), _jobs(seed)), options).run()
+    decisions = [(r.job.name, r.start, r.end) for r in sim.runs]
+    assert sum(r.end is not None for r in sim.runs) == 120
+    return decisions + woken, asked[0]
+
+
+@pytest.mark.parametrize(("seed", "depth"), [(3, 1), (4, 4)])
+def test_release_walks_bounded_by_estimates_wake_the_same_roots(
+    seed: int, depth: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """hints.py: a walk that stops once it has met every root the plan could let through (by their
+    estimates) wakes the same roots, in the same order, as one that reads them all, and reads fewer."""
+    with monkeypatch.context() as m:
+        every, asked_all = _walks(seed, depth, False, m)
+    bounded, asked = _walks(seed, depth, True, monkeypatch)
+    assert bounded == every
+    assert asked < asked_all

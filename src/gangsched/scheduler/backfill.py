@@ -309,6 +309,11 @@ class Backfill:
             self._estimates[root] = cached
         return cached
 
+    def expected_seconds(self, root: RootKey) -> float:
+        """The root's estimate in seconds; inf when unknown."""
+        seconds = self.estimate(root).seconds
+        return INFINITE if seconds is None else seconds
+
     # --- the plan ------------------------------------------------------------------------------------------
     def replan(self, now: float) -> None:
         """Make the reservations afresh (step 1 of the module docstring) and record slips. The planner's
@@ -436,18 +441,32 @@ class Backfill:
             own = root if root in reserved and root in keys[:n] else None  # never against itself
             if n == 1 and own is not None:
                 return True
-            room = rooms.get((like.signature, n, own))
-            if room is None:
+            return room(like, n, own) >= need
+
+        def room(like: PodInfo, n: int, own: RootKey | None) -> int:
+            """Room for pods like `like` outside the first `n` reservations (but `own`'s)."""
+            counted = rooms.get((like.signature, n, own))
+            if counted is None:
                 mask = masks.get((n, own))
                 if mask is None:
                     mask = masks[n, own] = np.ones(len(ev.snap), dtype=bool)
                     for k in keys[:n]:
                         if k != own:
                             mask[sorted(self.reservations[k].nodes)] = False
-                room = rooms[like.signature, n, own] = ev.room_for(like, mask)
-            return room >= need
+                counted = rooms[like.signature, n, own] = ev.room_for(like, mask)
+            return counted
 
-        return fits
+        def longest(like: PodInfo, need: int) -> float:
+            # The room outside the first n reservations shrinks as n grows: with t the first n at which it
+            # is short of `need`, `fits` refuses (unless it holds a reservation) a root ending after the t-th
+            # start, that is one whose estimate is longer than that start minus now (plus a margin for
+            # rounding: a bound may let more through, never fewer).
+            for n in range(1, len(starts) + 1):
+                if room(like, n, None) < need:
+                    return starts[n - 1] - now + 1e-6 * (abs(starts[n - 1]) + 1.0)
+            return INFINITE
+
+        return Fits(fits, longest, frozenset(reserved))
 
     def delayed_by(self, root: RootKey, nodes: Iterable[int], now: float) -> RootKey | None:
         """The reservation that `root` taking `nodes` now would delay (for preemption), or None."""

@@ -19,6 +19,11 @@ Under gang-backfill a root may use only the nodes no reservation holds over its 
 also asks the planner whether that room could hold the root (`fits`, Backfill.room_check: the same test as
 the scheduler's bound before a cycle) and passes over a root it refuses. Otherwise each release on a
 reserved node would wake the whole backlog that fits the free room, one skipped try after another.
+With weeks of work waiting, nearly every root is refused (it would still run when a reservation starts),
+so the walk would still read the whole backlog at each release. When the planner also says how long a root
+may be expected to run and still be let through (`Fits.longest`) and the index knows each root's estimate
+(`estimate`), the walk counts beforehand the roots of the class that could be let through (estimate within
+that bound, or a reservation of their own) and stops once it has met them all: the same roots are woken.
 
 
 Contract: not thread-safe; owned by one Scheduler. Entries leave when woken or forgotten.
@@ -27,6 +32,7 @@ Contract: not thread-safe; owned by one Scheduler. Entries leave when woken or f
 from __future__ import annotations
 
 import bisect
+import math
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass, field
@@ -37,8 +43,17 @@ from .queue import RootKey
 
 __all__ = ["Fits", "RoomNeed", "RoomWaiters"]
 
-# (root, a pod of its class, pods needed) -> whether the room that root may use could hold them
-Fits = Callable[[RootKey, PodInfo, int], bool]
+
+@dataclass(frozen=True, slots=True)
+class Fits:
+    """The planner's view of the room a waiting root may use (Backfill.room_check). `check(root, like,
+    need)`: whether it could hold `need` pods like `like`. `longest(like, need)`, when given: an estimate
+    (seconds) such that `check` refuses every root needing `need` pods of that class whose estimate is
+    longer, except the roots in `own` (those holding a reservation of their own)."""
+
+    check: Callable[[RootKey, PodInfo, int], bool]
+    longest: Callable[[PodInfo, int], float] | None = None
+    own: frozenset[RootKey] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,12 +71,17 @@ class _Class:
     # dropped lazily
     entries: list[tuple[SortKey, int, RootKey, int, int]] = field(default_factory=list)
     needs: Counter[int] = field(default_factory=Counter)  # needs of live entries
+    estimates: list[float] = field(default_factory=list)  # of live entries, sorted (with `estimate`)
 
 
 class RoomWaiters:
-    def __init__(self) -> None:
+    def __init__(self, estimate: Callable[[RootKey], float] | None = None) -> None:
+        """`estimate(root)`: the run time the planner expects of a root (inf: unknown), fixed while it
+        waits; None: walks read every root (no `Fits.longest` bound)."""
+        self.estimate = estimate
         self._classes: dict[Hashable, _Class] = {}
-        self._entry: dict[RootKey, tuple[Hashable, int, int]] = {}  # root -> (class, seq, need) of its entry
+        # root -> (class, seq, need, estimate) of its entry
+        self._entry: dict[RootKey, tuple[Hashable, int, int, float]] = {}
         self._always: set[RootKey] = set()
         self._seq = 0
         self._epoch = 0  # releases so far: a root that entered in the current epoch failed since the last
@@ -82,17 +102,22 @@ class RoomWaiters:
             waiting = self._classes[cls] = _Class(need.like)
         bisect.insort(waiting.entries, (order, self._seq, root, need.need, self._epoch))
         waiting.needs[need.need] += 1
-        self._entry[root] = (cls, self._seq, need.need)
+        estimate = self.estimate(root) if self.estimate is not None else math.inf
+        if self.estimate is not None:
+            bisect.insort(waiting.estimates, estimate)
+        self._entry[root] = (cls, self._seq, need.need, estimate)
 
     def forget(self, root: RootKey) -> None:
         self._always.discard(root)
         entry = self._entry.pop(root, None)
         if entry is not None:
-            cls, _, need = entry
-            needs = self._classes[cls].needs
-            needs[need] -= 1
-            if not needs[need]:
-                del needs[need]
+            cls, _, need, estimate = entry
+            waiting = self._classes[cls]
+            waiting.needs[need] -= 1
+            if not waiting.needs[need]:
+                del waiting.needs[need]
+            if self.estimate is not None:
+                del waiting.estimates[bisect.bisect_left(waiting.estimates, estimate)]
 
     def clear(self) -> None:
         self._classes.clear()
@@ -103,9 +128,10 @@ class RoomWaiters:
         self, room_for: Callable[[PodInfo], int], ready: Callable[[RootKey], bool], fits: Fits | None = None
     ) -> Iterator[RootKey]:
         """Roots the released room may help, leaving the index (callers requeue them). `ready(root)`: its
-        backoff is over, so that it would take the room now. `fits(root, like, need)`, when given: whether
-        the room the root may use (under backfill, outside the reservations it would delay) holds `need`
-        pods like `like`; a root it refuses is passed over, as one needing more than the room left is."""
+        backoff is over, so that it would take the room now. `fits.check(root, like, need)`, when given:
+        whether the room the root may use (under backfill, outside the reservations it would delay) holds
+        `need` pods like `like`; a root it refuses is passed over, as one needing more than the room left
+        is."""
         self._epoch += 1
         always, self._always = self._always, set()
         yield from sorted(always)
@@ -139,17 +165,34 @@ class RoomWaiters:
         budget = room_for(waiting.like)
         if budget < min(waiting.needs):
             return
+        # With a bound by estimates: how many roots of the class `fits` could let through at all
+        # (`left`); the walk stops once it has met them. None: no bound, read on.
+        longest, own, left = math.inf, frozenset[RootKey](), None
+        if fits is not None and fits.longest is not None and self.estimate is not None:
+            longest = max(fits.longest(waiting.like, need) for need in waiting.needs)
+            own = fits.own
+            left = bisect.bisect_right(waiting.estimates, longest)
+            left += sum(
+                1
+                for r in own
+                if (e := self._entry.get(r)) is not None and e[0] == cls and not e[3] <= longest
+            )
+            if not left:
+                return
         woken: list[RootKey] = []
         kept: list[tuple[SortKey, int, RootKey, int, int]] = []
         scanned = 0
         for scanned, entry in enumerate(waiting.entries, 1):  # noqa: B007 (scanned is used after the loop)
             _, seq, root, need, epoch = entry
-            if self._entry.get(root, (None, -1))[1] != seq:
+            live = self._entry.get(root)
+            if live is None or live[1] != seq:
                 continue  # stale
+            if left is not None and (live[3] <= longest or root in own):
+                left -= 1  # one that could be let through: the last of them ends the walk below
             if (
                 need <= budget
                 and (before is None or epoch < before)
-                and (fits is None or fits(root, waiting.like, need))
+                and (fits is None or fits.check(root, waiting.like, need))
             ):
                 if ready(root):
                     budget -= need
@@ -157,7 +200,7 @@ class RoomWaiters:
                 self.forget(root)
             else:
                 kept.append(entry)
-            if not waiting.needs or budget < min(waiting.needs):
+            if not waiting.needs or budget < min(waiting.needs) or left == 0:
                 break
         waiting.entries[:scanned] = kept
         yield from woken

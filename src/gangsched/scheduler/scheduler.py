@@ -202,6 +202,10 @@ class Scheduler:
             if backfill is not None
             else None
         )
+        if self.backfill is not None and self.backfill.history is None:
+            # Release walks count the roots the plan could let through by their estimates (hints.py); a
+            # root's estimate is then fixed while it waits (not with history: that moves as work ends).
+            self.waiters.estimate = self.backfill.expected_seconds
         self.hierarchy = Hierarchy(
             store,
             self._members,
