@@ -220,8 +220,8 @@ def _waits_with(mutate: Callable[[Any], None], wanted: str) -> Callable[[], None
 
 def _volumes() -> None:
     # an image volume counts for ImageLocality; a PersistentVolumeClaim is read by VolumeBinding (here: a
-    # claim that does not exist, upstream's PreFilter message); an rbd volume is refused (an inline CSI
-    # volume is read by no filter, as upstream)
+    # claim that does not exist, upstream's PreFilter message); an rbd volume is compared with the node's
+    # pods (an inline CSI volume is read by no filter, as upstream)
     images = [node("a", images=[{"names": ["big:1"], "sizeBytes": 2_000_000_000}]), node("b")]
     with_volume = pod()
     _image_volume(with_volume.spec)
@@ -243,11 +243,14 @@ def _volumes() -> None:
         lambda s: setattr(s, "volumes", [core_v1.Volume(name="e", ephemeral=ephemeral)]),
         'waiting for ephemeral volume controller to create the persistentvolumeclaim "p-e"',
     )()
+    # an rbd image another pod on node a mounts read-write keeps the pod off a (VolumeRestrictions)
     rbd = core_v1.RBDVolumeSource(monitors=["m"], image="disk-1")
-    _waits_with(
-        lambda s: setattr(s, "volumes", [core_v1.Volume(name="r", rbd=rbd)]),
-        "spec.volumes[0].rbd is not supported by gangsched yet",
-    )()
+    holder = pod("h", node_name="a")
+    holder.spec.volumes = [core_v1.Volume(name="r", rbd=rbd)]
+    with_rbd = pod("p")
+    with_rbd.spec.volumes = [core_v1.Volume(name="r", rbd=rbd)]
+    store = run([*TWO, core_v1.Pod.from_dict(holder.to_dict()), core_v1.Pod.from_dict(with_rbd.to_dict())])
+    assert bound(store, "p") == "b"
     # an inline Azure disk is counted by NodeVolumeLimits once migrated to CSI (scenario
     # volumes/inline-migrated-volume-limits.yaml), but one of a kind CSI translation refuses (upstream: an
     # error on every node with a CSINode) is refused

@@ -24,7 +24,7 @@ dynamicresources}; see docs/volumes-and-devices.md.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,6 +107,7 @@ class PodClaimState:
     claims: PodClaims
     attachable: dict[str, str] = field(default_factory=dict)
     inline: dict[str, str] = field(default_factory=dict)  # inline in-tree volumes migrated to CSI
+    disks: list[Any] = field(default_factory=list)  # inline disks VolumeRestrictions compares
     static: dict[str, Rejections] = field(default_factory=dict)
     extended: ExtendedNeed | None = None
 
@@ -229,6 +230,7 @@ class ClaimsStage:
             state.static[binding.NAME] = binding.bound_rejections(self.pv_nodes, volumes)
             state.static[zone.NAME] = zone.filter_nodes(self.snap, volumes)
         state.inline = limits.inline_attachable(pod)
+        state.disks = restrictions.disk_volumes(pod.spec)
         if error is None and (volumes.bound or volumes.delay or state.inline):
             state.attachable = {**limits.attachable(self.volumes, pod), **state.inline}
         return state
@@ -245,7 +247,7 @@ class ClaimsStage:
         """Whether NodeVolumeLimits' verdict on the pod reads the pods placed on its node (it has CSI volumes
         to attach); False after a PreFilter error, which no placement survives."""
         state = self.prefilter(pi)
-        return state.error is None and bool(state.attachable)
+        return state.error is None and bool(state.attachable or state.disks)
 
     def static(self, pi: PodInfo) -> BoolArray:
         """Nodes not rejected by the generation-wide rejections (all False after a PreFilter error)."""
@@ -269,17 +271,17 @@ class ClaimsStage:
                         self._users.setdefault((ns, name), set()).add(key)
         return self._users.get(claim, set())
 
-    def _attached_on(self, node: int) -> list[dict[str, str]]:
-        out = []
+    def _pods_with_volumes_on(self, node: int) -> Iterator[Any]:
+        """The pods counted on `node` (bound, assumed, placed earlier in this cycle) that have volumes."""
         for key, (where, _) in self.snap.placed.items():
-            if where != node:
-                continue
-            other = self.pods.get(key)
-            if other is not None and other.pod.spec.volumes:
-                out.append(
-                    {**limits.attachable(self.volumes, other.pod), **limits.inline_attachable(other.pod)}
-                )
-        return out
+            if where == node and (other := self.pods.get(key)) is not None and other.pod.spec.volumes:
+                yield other.pod
+
+    def _attached_on(self, node: int) -> list[dict[str, str]]:
+        return [
+            {**limits.attachable(self.volumes, pod), **limits.inline_attachable(pod)}
+            for pod in self._pods_with_volumes_on(node)
+        ]
 
     def _allocation_of(self, key: tuple[str, str]) -> tuple[Allocation | None, Any] | None:
         """(pending allocation or None, allocated status or None); None when the claim is not allocated."""
@@ -310,7 +312,17 @@ class ClaimsStage:
         n = len(self.snap)
         out: list[tuple[str, Rejections]] = []
         remaining = nodes.copy()
+        if state.disks:
+            taken = np.zeros(n, dtype=bool)
+            for node in np.flatnonzero(remaining):
+                taken[node] = restrictions.disk_conflict(state.disks, self._pods_with_volumes_on(int(node)))
+            if taken.any():
+                out.append((restrictions.NAME, [(taken, restrictions.DISK_CONFLICT)]))
+                remaining &= ~taken
         if state.volumes.rwop and restrictions.conflict(self.snap, pi.key, state.volumes, self._users_of):
+            if out:  # the nodes a disk conflict already rejected keep that reason (Filter checks it first)
+                out[0][1].append((remaining, restrictions.RWOP_CONFLICT))
+                return out
             return [(restrictions.NAME, [(remaining, restrictions.RWOP_CONFLICT)])]
         if state.attachable:
             rejected: dict[str, BoolArray] = {}

@@ -75,13 +75,18 @@ def _signature(spec: Any, requests: dict[str, int], nonzero: tuple[int, int]) ->
 
 def uses_claims(spec: Any) -> bool:
     """Whether the pod uses PersistentVolumeClaims (named, or a generic ephemeral volume's), inline in-tree
-    volumes NodeVolumeLimits counts once migrated to CSI, or ResourceClaims: the claims stage checks it."""
+    volumes NodeVolumeLimits counts once migrated to CSI or VolumeRestrictions compares, or ResourceClaims:
+    the claims stage checks it."""
     return bool(spec.resourceClaims) or any(
         v.persistentVolumeClaim is not None
         or v.ephemeral is not None
         or v.azureDisk is not None
         or v.cinder is not None
         or v.portworxVolume is not None
+        or v.gcePersistentDisk is not None
+        or v.awsElasticBlockStore is not None
+        or v.iscsi is not None
+        or v.rbd is not None
         for v in spec.volumes or []
     )
 

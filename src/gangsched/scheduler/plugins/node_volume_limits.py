@@ -5,17 +5,20 @@ be provisioned its class's provisioner with a handle made from the claim. Volume
 VolumeAttachment to the node (attacher and its PV's CSI handle) count too, unless a pod there uses them.
 Inline `csi` volumes are not counted. Inline in-tree volumes CSI migration translates count against the
 driver they migrate to, on a node that has a CSINode (csi.go checkAttachableInlineVolume, isCSIMigrationOn;
-k8s.io/csi-translation-lib): `azureDisk` (disk.csi.azure.com, handle diskURI), `cinder`
-(cinder.csi.openstack.org, volumeID), `portworxVolume` (pxd.portworx.com, volumeID); GCE and AWS disks are
-refused before (plugins/unsupported.py). With VolumeLimitScaling (beta, on in v1.37), a node whose CSINode
+k8s.io/csi-translation-lib): `awsElasticBlockStore` (ebs.csi.aws.com, the bare volume id), `azureDisk`
+(disk.csi.azure.com, diskURI), `cinder` (cinder.csi.openstack.org, volumeID), `gcePersistentDisk`
+(pd.csi.storage.gke.io, `projects/UNSPECIFIED/zones/UNSPECIFIED/disks/<pdName>`), `portworxVolume`
+(pxd.portworx.com, volumeID). With VolumeLimitScaling (beta, on in v1.37), a node whose CSINode
 lacks a driver of the pod's volumes whose CSIDriver says `preventPodSchedulingIfMissing: true` is rejected
 first, with `<driver> CSI driver is not installed on the node`. Unschedulable (preemption may free
 attachments)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import urlparse
 
 from ..volumes import VolumeCatalog, pod_claim_names
 
@@ -45,10 +48,31 @@ def attachable(catalog: VolumeCatalog, pod: Any) -> dict[str, str]:
 
 #: Inline in-tree volume source -> (the CSI driver it migrates to, the field that becomes its volumeHandle).
 INLINE_MIGRATED = {
+    "awsElasticBlockStore": ("ebs.csi.aws.com", "volumeID"),
     "azureDisk": ("disk.csi.azure.com", "diskURI"),
     "cinder": ("cinder.csi.openstack.org", "volumeID"),
+    "gcePersistentDisk": ("pd.csi.storage.gke.io", "pdName"),
     "portworxVolume": ("pxd.portworx.com", "volumeID"),
 }
+
+
+def ebs_volume_id(kubernetes_id: str) -> str | None:
+    """KubernetesVolumeIDToEBSVolumeID: `aws://zone/vol-...` -> `vol-...` (a bare id as it is); None for a
+    malformed one (upstream's translation fails)."""
+    if not kubernetes_id.startswith("aws://"):
+        return kubernetes_id
+    volume = urlparse(kubernetes_id).path.strip("/")
+    return volume if re.fullmatch(r"vol-[^/]*", volume) else None
+
+
+def _handle(source: str, value: Any, field: str) -> str:
+    """The volumeHandle CSI translation gives an inline volume: a GCE disk's zone is not known inline."""
+    if source == "gcePersistentDisk":
+        return f"projects/UNSPECIFIED/zones/UNSPECIFIED/disks/{value.pdName}"
+    handle = str(getattr(value, field))
+    if source == "awsElasticBlockStore":
+        return ebs_volume_id(handle) or handle  # a malformed id is refused before (plugins/unsupported.py)
+    return handle
 
 
 def inline_attachable(pod: Any) -> dict[str, str]:
@@ -60,7 +84,7 @@ def inline_attachable(pod: Any) -> dict[str, str]:
         for source, (driver, handle) in INLINE_MIGRATED.items():
             value = getattr(volume, source, None)
             if value is not None:
-                out[f"{driver}/{getattr(value, handle)}"] = driver
+                out[f"{driver}/{_handle(source, value, handle)}"] = driver
     return out
 
 
