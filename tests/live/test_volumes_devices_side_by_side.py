@@ -779,6 +779,32 @@ def test_inline_migrated_volumes_count_against_the_csi_driver(
         _both_exceed(outcomes, "p-4")
 
 
+def test_inline_disk_conflict(kube_client: Client, sides: dict[str, str]) -> None:
+    """VolumeRestrictions compares inline disks: `holder` mounts GCE disk d1 on n1; `writer` mounts it too
+    and goes to n2 under both schedulers; `pinned`, which must run on n1, waits with the same message
+    (`node(s) had no available disk`) from both."""
+    disk = [{"name": "d", "gcePersistentDisk": {"pdName": "d1"}}]
+    for side, ns in sides.items():
+        on_n1 = {HOSTNAME: f"{ns}-n1"}
+        create(kube_client, pod(ns, "holder", SCHEDULERS[side], volumes=disk, nodeSelector=on_n1))
+    settle(kube_client, sides, ["holder"], lambda o: o["holder"] == "n1")
+    for side, ns in sides.items():
+        create(kube_client, pod(ns, "writer", SCHEDULERS[side], volumes=disk))
+        create(
+            kube_client,
+            pod(ns, "pinned", SCHEDULERS[side], volumes=disk, nodeSelector={HOSTNAME: f"{ns}-n1"}),
+        )
+    outcomes = settle(
+        kube_client,
+        sides,
+        ["writer", "pinned"],
+        lambda o: o["writer"] != "pending" and "Unschedulable" in o["pinned"],
+    )
+    assert {side: got["writer"] for side, got in outcomes.items()} == {side: "n2" for side in sides}, outcomes
+    assert "1 node(s) had no available disk" in outcomes["kube"]["pinned"], outcomes
+    assert outcomes["kube"] == outcomes["gangsched"]
+
+
 def test_csi_driver_required_and_volume_attachments(kube_client: Client, sides: dict[str, str]) -> None:
     """NodeVolumeLimits in v1.37: the CSIDriver says `preventPodSchedulingIfMissing: true`
     (VolumeLimitScaling, on) and only n1's CSINode lists it, with room for one volume, which a
