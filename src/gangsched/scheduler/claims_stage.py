@@ -229,7 +229,7 @@ class ClaimsStage:
         if error is None and volumes.bound:
             state.static[binding.NAME] = binding.bound_rejections(self.pv_nodes, volumes)
             state.static[zone.NAME] = zone.filter_nodes(self.snap, volumes)
-        state.inline = limits.inline_attachable(pod)
+        state.inline = {**limits.inline_attachable(pod), **limits.migrated_attachable(self.volumes, pod)}
         state.disks = restrictions.disk_volumes(pod.spec)
         if error is None and (volumes.bound or volumes.delay or state.inline):
             state.attachable = {**limits.attachable(self.volumes, pod), **state.inline}
@@ -279,7 +279,11 @@ class ClaimsStage:
 
     def _attached_on(self, node: int) -> list[dict[str, str]]:
         return [
-            {**limits.attachable(self.volumes, pod), **limits.inline_attachable(pod)}
+            {
+                **limits.attachable(self.volumes, pod),
+                **limits.inline_attachable(pod),
+                **limits.migrated_attachable(self.volumes, pod),
+            }
             for pod in self._pods_with_volumes_on(node)
         ]
 

@@ -8,10 +8,11 @@ driver they migrate to, on a node that has a CSINode (csi.go checkAttachableInli
 k8s.io/csi-translation-lib): `awsElasticBlockStore` (ebs.csi.aws.com, the bare volume id), `azureDisk`
 (disk.csi.azure.com, diskURI), `cinder` (cinder.csi.openstack.org, volumeID), `gcePersistentDisk`
 (pd.csi.storage.gke.io, `projects/UNSPECIFIED/zones/UNSPECIFIED/disks/<pdName>`), `portworxVolume`
-(pxd.portworx.com, volumeID). With VolumeLimitScaling (beta, on in v1.37), a node whose CSINode
-lacks a driver of the pod's volumes whose CSIDriver says `preventPodSchedulingIfMissing: true` is rejected
-first, with `<driver> CSI driver is not installed on the node`. Unschedulable (preemption may free
-attachments)."""
+(pxd.portworx.com, volumeID). So do claims bound to PVs with such in-tree sources, and claims to be
+provisioned by an in-tree provisioner (`kubernetes.io/gce-pd`, ...), for the driver that replaces it.
+With VolumeLimitScaling (beta, on in v1.37), a node whose CSINode lacks a driver of the pod's volumes whose
+CSIDriver says `preventPodSchedulingIfMissing: true` is rejected first, with `<driver> CSI driver is not
+installed on the node`. Unschedulable (preemption may free attachments)."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ def attachable(catalog: VolumeCatalog, pod: Any) -> dict[str, str]:
                 out[f"{csi.driver}/{csi.volumeHandle}"] = csi.driver
             continue
         sc = catalog.classes.get(pvc.spec.storageClassName or "")
-        if sc is not None and sc.provisioner:
+        if sc is not None and sc.provisioner and sc.provisioner not in IN_TREE_PROVISIONERS:
             out[f"{sc.provisioner}/-{ns}/{name}"] = sc.provisioner
     return out
 
@@ -85,6 +86,63 @@ def inline_attachable(pod: Any) -> dict[str, str]:
             value = getattr(volume, source, None)
             if value is not None:
                 out[f"{driver}/{_handle(source, value, handle)}"] = driver
+    return out
+
+
+#: In-tree provisioners CSI migration maps to their CSI driver (GetCSINameFromInTreeName).
+IN_TREE_PROVISIONERS = {
+    "kubernetes.io/aws-ebs": "ebs.csi.aws.com",
+    "kubernetes.io/azure-disk": "disk.csi.azure.com",
+    "kubernetes.io/cinder": "cinder.csi.openstack.org",
+    "kubernetes.io/gce-pd": "pd.csi.storage.gke.io",
+    "kubernetes.io/portworx-volume": "pxd.portworx.com",
+}
+ZONE_LABELS = ("failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone")
+
+
+def _gce_pv_handle(pv: Any) -> str | None:
+    """TranslateInTreePVToCSI for a GCE disk: zonal with the PV's one zone, regional with the region its
+    zones share (`__`-separated), UNSPECIFIED without a zone label; None when the zones span regions."""
+    labels = pv.metadata.labels or {}
+    zones = next((labels[k] for k in ZONE_LABELS if labels.get(k)), "").split("__")
+    name = pv.spec.gcePersistentDisk.pdName
+    if len(zones) == 1 and zones[0]:
+        return f"projects/UNSPECIFIED/zones/{zones[0]}/disks/{name}"
+    if len(zones) > 1:
+        regions = {z.rsplit("-", 1)[0] for z in zones}
+        return f"projects/UNSPECIFIED/regions/{regions.pop()}/disks/{name}" if len(regions) == 1 else None
+    return f"projects/UNSPECIFIED/zones/UNSPECIFIED/disks/{name}"
+
+
+def migrated_attachable(catalog: VolumeCatalog, pod: Any) -> dict[str, str]:
+    """The pod's claims on in-tree volumes CSI migration translates (getCSIDriverInfo): a bound PV with an
+    in-tree source as its driver and handle, a claim still to be provisioned by an in-tree provisioner as
+    the CSI driver that replaces it. Like inline ones, they count only on a node with a CSINode; a PV the
+    translation fails on is not counted, as upstream."""
+    ns = pod.metadata.namespace or ""
+    out: dict[str, str] = {}
+    for name in pod_claim_names(pod):
+        pvc = catalog.pvcs.get((ns, name))
+        if pvc is None:
+            continue
+        pv = catalog.pvs.get(pvc.spec.volumeName) if pvc.spec.volumeName else None
+        if pv is not None:
+            if pv.spec.csi is not None:
+                continue
+            for source, (driver, field) in INLINE_MIGRATED.items():
+                value = getattr(pv.spec, source, None)
+                if value is None:
+                    continue
+                handle = (
+                    _gce_pv_handle(pv) if source == "gcePersistentDisk" else _handle(source, value, field)
+                )
+                if handle is not None and (source != "awsElasticBlockStore" or ebs_volume_id(value.volumeID)):
+                    out[f"{driver}/{handle}"] = driver
+            continue
+        sc = catalog.classes.get(pvc.spec.storageClassName or "")
+        if sc is not None and sc.provisioner in IN_TREE_PROVISIONERS:
+            driver = IN_TREE_PROVISIONERS[sc.provisioner]
+            out[f"{driver}/-{ns}/{name}"] = driver
     return out
 
 
