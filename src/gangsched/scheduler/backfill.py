@@ -153,7 +153,8 @@ class Backfill:
         `history`, a pod that ends after running records its run time under its owner (a root's estimate
         is made when the planner first needs it and again when the root starts)."""
         if change is None or change.kind != "Pod":
-            self.objects_changed(change.kind if change is not None else "")
+            if change is not None:
+                self.objects_changed(change.kind, change.action)
             self.changed = True
             return
         pod, old = change.obj, change.old
@@ -181,13 +182,13 @@ class Backfill:
             if started is not None and owner is not None:
                 self.history.record(owner, now - started)
 
-    def objects_changed(self, kind: str) -> None:
-        """An object other than a pod changed: running pods may map to other roots now. A node change
-        builds a new snapshot whose node numbers may differ, so the reservations' nodes mean nothing until
-        the next plan, made before the next cycle."""
+    def objects_changed(self, kind: str, action: str = "update") -> None:
+        """An object other than a pod changed: running pods may map to other roots now. A node added or
+        deleted builds a snapshot whose node numbers may differ, so the reservations' nodes mean nothing
+        until the next plan, made before the next cycle (a node's update keeps the numbers)."""
         if self._running is not None:
             self._running.reset()
-        if kind == "Node" and self.reservations:
+        if kind == "Node" and action != "update" and self.reservations:
             self.reservations = {}
             self.dirty = True
 

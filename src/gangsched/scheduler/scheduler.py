@@ -238,7 +238,8 @@ class Scheduler:
         if change.kind in ("PodGroup", "CompositePodGroup"):
             self._queue_entries.clear()
         if self.backfill is not None and change.kind != "Pod":
-            self.backfill.objects_changed(change.kind)  # pods' roots and nodes may have moved (pods: touch)
+            # Pods' roots and nodes may have moved (pods: touch).
+            self.backfill.objects_changed(change.kind, change.action)
         if change.kind in CLAIM_KINDS or change.kind == "Pod":
             self._on_claims_change(change)
         if change.kind == "DeviceClass":
