@@ -17,7 +17,7 @@ installed on the node`. Unschedulable (preemption may free attachments)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 from urllib.parse import urlparse
 
@@ -27,15 +27,20 @@ NAME = "NodeVolumeLimits"
 REASON = "node(s) exceed max volume count"
 
 
+def _claims(catalog: VolumeCatalog, pod: Any) -> Iterator[tuple[str, Any, Any]]:
+    """The pod's existing claims by name, each with its bound PV (None: unbound, or the PV unknown)."""
+    ns = pod.metadata.namespace or ""
+    for name in pod_claim_names(pod):
+        pvc = catalog.pvcs.get((ns, name))
+        if pvc is not None:
+            yield name, pvc, catalog.pvs.get(pvc.spec.volumeName) if pvc.spec.volumeName else None
+
+
 def attachable(catalog: VolumeCatalog, pod: Any) -> dict[str, str]:
     """The pod's CSI volumes: unique name -> driver (filterAttachableVolumes / getCSIDriverInfo)."""
     ns = pod.metadata.namespace or ""
     out: dict[str, str] = {}
-    for name in pod_claim_names(pod):
-        pvc = catalog.pvcs.get((ns, name))
-        if pvc is None:
-            continue
-        pv = catalog.pvs.get(pvc.spec.volumeName) if pvc.spec.volumeName else None
+    for name, pvc, pv in _claims(catalog, pod):
         if pv is not None:
             csi = pv.spec.csi
             if csi is not None and csi.driver and csi.volumeHandle:
@@ -121,11 +126,7 @@ def migrated_attachable(catalog: VolumeCatalog, pod: Any) -> dict[str, str]:
     translation fails on is not counted, as upstream."""
     ns = pod.metadata.namespace or ""
     out: dict[str, str] = {}
-    for name in pod_claim_names(pod):
-        pvc = catalog.pvcs.get((ns, name))
-        if pvc is None:
-            continue
-        pv = catalog.pvs.get(pvc.spec.volumeName) if pvc.spec.volumeName else None
+    for name, pvc, pv in _claims(catalog, pod):
         if pv is not None:
             if pv.spec.csi is not None:
                 continue
