@@ -591,6 +591,66 @@ def test_admin_access_shares_a_device(kube_client: Client, sides: dict[str, str]
                 kube_client.delete(ResourceSlice, f"{ns}-n1-gpus")
 
 
+def _partitions(ns: str) -> list[dict[str, Any]]:
+    """n1's GPU as a counter set (8Gi of memory) in a slice of its own, and three devices consuming it: two
+    4Gi partitions and the whole GPU (the pool's two slices)."""
+    pool = {"name": f"{ns}-n1", "generation": 1, "resourceSliceCount": 2}
+    counters = {
+        "driver": DRIVER,
+        "nodeName": f"{ns}-n1",
+        "pool": pool,
+        "sharedCounters": [{"name": "gpu-0", "counters": {"memory": {"value": "8Gi"}}}],
+    }
+    devices = [
+        {"name": name, "consumesCounters": [{"counterSet": "gpu-0", "counters": {"memory": {"value": size}}}]}
+        for name, size in (("gpu-0-mig-a", "4Gi"), ("gpu-0-mig-b", "4Gi"), ("gpu-0-full", "8Gi"))
+    ]
+    partitions = {"driver": DRIVER, "nodeName": f"{ns}-n1", "pool": pool, "devices": devices}
+    kind = {"apiVersion": RESOURCE, "kind": "ResourceSlice"}
+    return [
+        {**kind, "metadata": {"name": f"{ns}-n1-counters"}, "spec": counters},
+        {**kind, "metadata": {"name": f"{ns}-n1-partitions"}, "spec": partitions},
+    ]
+
+
+def test_partitions_share_their_gpu_counters(kube_client: Client, sides: dict[str, str]) -> None:
+    """DRAPartitionableDevices (beta, on in v1.37): n1's 8Gi GPU is published as two 4Gi partitions and the
+    whole GPU, all consuming its shared memory counter. Three pods with one-device claims: with both
+    schedulers two run on n1 with the two partitions and the third waits with the same message, since the
+    whole GPU would need the counter the partitions consume."""
+    create(kube_client, _device_class())
+    pods = ["p0", "p1", "p2"]
+    try:
+        for side, ns in sides.items():
+            for slice_ in _partitions(ns):
+                create(kube_client, slice_)
+            create(kube_client, _template(ns))
+            claim = {"name": "gpu", "resourceClaimTemplateName": "one-gpu"}
+            for name in pods:
+                create(kube_client, pod(ns, name, SCHEDULERS[side], resourceClaims=[claim]))
+        outcomes = settle(
+            kube_client,
+            sides,
+            pods,
+            lambda o: sorted(o.values())[:2] == ["n1", "n1"] and "allocate" in sorted(o.values())[2],
+        )
+        # which of the three waits is the queue's order; where they run and the waiting message are the rule's
+        assert sorted(outcomes["kube"].values()) == sorted(outcomes["gangsched"].values()), outcomes
+        for side, ns in sides.items():
+            devices = sorted(
+                r.device
+                for c in kube_client.list(ResourceClaim, namespace=ns)
+                if c.status is not None and c.status.allocation is not None
+                for r in c.status.allocation.devices.results
+            )
+            assert devices == ["gpu-0-mig-a", "gpu-0-mig-b"], (side, devices)
+    finally:
+        for ns in sides.values():
+            for name in ("counters", "partitions"):
+                with contextlib.suppress(ApiError):
+                    kube_client.delete(ResourceSlice, f"{ns}-n1-{name}")
+
+
 # --- statically bound volumes: VolumeZone, VolumeRestrictions (ReadWriteOncePod), NodeVolumeLimits ---------
 
 

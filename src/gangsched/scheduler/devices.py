@@ -2,9 +2,10 @@
 
 `DeviceCatalog` reads DeviceClasses and ResourceSlices once per store generation: slices grouped into pools
 (only a pool's newest generation counts; a pool with fewer slices than `resourceSliceCount` is incomplete),
-each slice with the nodes it serves (`nodeName`, a one-term `nodeSelector`, or `allNodes`), and the devices
-already allocated to claims. `allocate` is the structured allocator (k8s.io/dynamic-resource-allocation,
-structured/internal/stable/allocator_stable.go): claims in order, requests in order, for each request the
+each slice with the nodes it serves (`nodeName`, a one-term `nodeSelector`, `allNodes`, or per device), each
+pool with its shared counters, and the devices already allocated to claims. `allocate` is the structured
+allocator (k8s.io/dynamic-resource-allocation, structured/internal/incubating/allocator_incubating.go):
+claims in order, requests in order, for each request the
 first `firstAvailable` alternative that works, devices tried pool by pool in slice order with backtracking,
 so that `count` devices are found that match the class's and the request's CEL selectors, are not in use,
 whose NoSchedule and NoExecute taints the request tolerates, and that satisfy the claim's `matchAttribute`
@@ -16,8 +17,14 @@ DeviceTaintRule whose selector names its driver, pool and device (unset fields m
 selector matches nothing), as the scheduler's ResourceSlice tracker adds them
 (k8s.io/dynamic-resource-allocation/resourceslice/tracker applyPatches; DRADeviceTaintRules, GA and on).
 
-Pools are visited sorted by (driver, pool) where upstream iterates a Go map: any valid allocation is
-upstream's, the chosen one is deterministic here.
+Pools are visited sorted by (driver, pool), pools with a device that has binding conditions last, slices by
+name, as upstream's GatherPools and buildPool order them.
+
+The allocator followed is upstream's "incubating" one (structured/internal/incubating), which
+structured.NewAllocator picks with v1.37's default gates: shared counters and per-device node selection
+(DRAPartitionableDevices, device_counters.py), `distinctAttribute` and capacity requests on devices
+allocated whole (DRAConsumableCapacity). Devices with `bindingConditions` or `allowMultipleAllocations` are
+never allocated (`refused`); a node where only they would do says so, naming the field.
 """
 
 from __future__ import annotations
@@ -25,11 +32,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from ..api.cel import CelError, DeviceView, compile_selector, device_context, evaluate, maps_used
+from ..api.quantity import QuantityError, parse_quantity
+from .device_counters import Consumption, CounterLedger, consumption, counter_sets
 from .extended import resource_classes
 from .plugins import BoolArray
 from .plugins.node_affinity import term_matches
@@ -59,6 +69,9 @@ class _Slice:
     pool: str
     nodes: BoolArray
     local: str | None  # nodeName of a node-local slice
+    # perDeviceNodeSelection: the nodes each device serves, by device name (None: the slice's nodes)
+    device_nodes: dict[str, BoolArray] | None = None
+    binding: bool = False  # a device has bindingConditions (its pool goes last on the nodes it serves)
 
 
 @dataclass(slots=True)
@@ -67,6 +80,9 @@ class _Pool:
     name: str
     slices: list[_Slice]
     incomplete: bool
+    counters: dict[tuple[str, str], Fraction] = field(default_factory=dict)  # (set, counter) -> value
+    consumers: dict[DeviceID, Consumption] = field(default_factory=dict)  # devices consuming counters
+    invalid: str | None = None  # why no device of the pool is allocated (device_counters.counter_sets)
 
 
 _Candidate = tuple[_Pool, _Slice, Any]  # a device with its pool and slice
@@ -124,11 +140,18 @@ class DeviceCatalog:
             if s.spec.pool.generation != newest[key]:
                 continue
             pool = pools.setdefault(key, _Pool(key[0], key[1], [], False))
-            pool.slices.append(_Slice(s, key[0], key[1], self._nodes_of(s), s.spec.nodeName or None))
+            pool.slices.append(self._slice(s, key))
         for pool in pools.values():
             count = pool.slices[0].obj.spec.pool.resourceSliceCount
             pool.incomplete = len(pool.slices) < count
             pool.slices.sort(key=lambda sl: sl.obj.metadata.name)
+            devices = [(sl, d) for sl in pool.slices for d in sl.obj.spec.devices or ()]
+            pool.counters, pool.invalid = counter_sets(
+                (sl.obj for sl in pool.slices), (d for _, d in devices)
+            )
+            pool.consumers = {
+                (sl.driver, sl.pool, d.name): consumption(d) for sl, d in devices if d.consumesCounters
+            }
         self.pools = [pools[k] for k in sorted(pools)]
         self.taint_rules = [
             r.spec for r in store.list("DeviceTaintRule") if r.spec is not None and r.spec.taint is not None
@@ -142,6 +165,7 @@ class DeviceCatalog:
         self._contexts: dict[tuple[DeviceID, frozenset[tuple[str, str]], frozenset[str]], Any] = {}
         self._matches: dict[tuple[DeviceID, tuple[str, ...]], bool] = {}
         self._on_node: dict[int, list[tuple[_Pool, list[_Slice]]]] = {}
+        self._refused_on: dict[int, bool] = {}
 
     def claim_changed(self, key: tuple[str, str], claim: Any | None) -> None:
         """The devices a stored claim holds (none once deleted or deallocated) are in use."""
@@ -155,34 +179,53 @@ class DeviceCatalog:
         """Devices a request with `want` can take (`usable`) with the one node each is on, when every such
         device is in a complete node-local pool; None otherwise (the allocator must look node by node)."""
         out: dict[DeviceID, int] = {}
+        if any(pool.invalid for pool in self.pools):
+            return None  # a failed search there reports the invalid pool
         for pool in self.pools:
             for sl in pool.slices:
                 for device in sl.obj.spec.devices or []:
                     if not self.usable(want, sl, device):
                         continue
-                    if pool.incomplete or sl.local is None:
+                    if pool.incomplete or pool.invalid or sl.local is None or sl.binding:
                         return None
+                    if device.consumesCounters or refused(device):
+                        return None  # counted against shared counters, or refused: the search decides
                     node = self.snap.index.get(sl.local)
                     if node is not None:
                         out[(sl.driver, sl.pool, device.name)] = node
         return out
 
-    def _nodes_of(self, s: Any) -> BoolArray:
-        n = len(self.snap)
+    def _slice(self, s: Any, key: tuple[str, str]) -> _Slice:
         spec = s.spec
-        if spec.nodeName:
+        devices = spec.devices or []
+        binding = any(d.bindingConditions for d in devices)
+        if spec.perDeviceNodeSelection and not (spec.nodeName or spec.allNodes or spec.nodeSelector):
+            # each device names its nodes; the slice serves a node when one of its devices does
+            # (pools_incubating.go GatherPools)
+            per_device = {d.name: self._nodes_of(d.nodeName, d.allNodes, d.nodeSelector) for d in devices}
+            nodes = np.zeros(len(self.snap), dtype=bool)
+            for mask in per_device.values():
+                nodes |= mask
+            return _Slice(s, key[0], key[1], nodes, None, per_device, binding)
+        nodes = self._nodes_of(spec.nodeName, spec.allNodes, spec.nodeSelector)
+        return _Slice(s, key[0], key[1], nodes, spec.nodeName or None, None, binding)
+
+    def _nodes_of(self, node_name: str | None, all_nodes: bool | None, selector: Any) -> BoolArray:
+        """The nodes a slice (or, with perDeviceNodeSelection, a device) serves (NodeMatches)."""
+        n = len(self.snap)
+        if node_name:
             mask = np.zeros(n, dtype=bool)
-            if spec.nodeName in self.snap.index:
-                mask[self.snap.index[spec.nodeName]] = True
+            if node_name in self.snap.index:
+                mask[self.snap.index[node_name]] = True
             return mask
-        if spec.allNodes:
+        if all_nodes:
             return np.ones(n, dtype=bool)
-        if spec.nodeSelector is not None:
+        if selector is not None:
             mask = np.zeros(n, dtype=bool)
-            for term in spec.nodeSelector.nodeSelectorTerms or []:
+            for term in selector.nodeSelectorTerms or []:
                 mask |= term_matches(self.snap, term)
             return mask
-        return np.zeros(n, dtype=bool)  # perDeviceNodeSelection: not read (see docs)
+        return np.zeros(n, dtype=bool)  # nothing known set: some future extension, serves no node
 
     def on_node(self, node: int) -> list[tuple[_Pool, list[_Slice]]]:
         """Pools with at least one slice serving `node`, with those slices (GatherPools)."""
@@ -192,11 +235,28 @@ class DeviceCatalog:
                 for sl in pool.slices:
                     for n in np.flatnonzero(sl.nodes):
                         by_node.setdefault(int(n), {}).setdefault(p, []).append(sl)
+            # pools with a device that has bindingConditions go last (GatherPools), each part in pool order
             self._on_node = {
-                n: [(self.pools[p], sls) for p, sls in pools.items()] for n, pools in by_node.items()
+                n: sorted(
+                    ((self.pools[p], sls) for p, sls in pools.items()),
+                    key=lambda pool_slices: any(sl.binding for sl in pool_slices[1]),
+                )
+                for n, pools in by_node.items()
             }
             self._on_node.setdefault(-1, [])
         return self._on_node.get(node, [])
+
+    def refused_on(self, node: int) -> bool:
+        """Whether a device gangsched refuses (`refused`) serves `node`."""
+        found = self._refused_on.get(node)
+        if found is None:
+            found = self._refused_on[node] = any(
+                refused(d) is not None and serves(sl, d, node)
+                for _, slices in self.on_node(node)
+                for sl in slices
+                for d in sl.obj.spec.devices or ()
+            )
+        return found
 
     def taints(self, sl: _Slice, device: Any) -> tuple[Any, ...]:
         """The device's taints: its own, then those of the DeviceTaintRules selecting it."""
@@ -320,6 +380,50 @@ class DeviceUse:
         return out if len(out) == count else None
 
 
+def serves(sl: _Slice, device: Any, node: int) -> bool:
+    """Whether the device of a slice serving `node` serves it too: with perDeviceNodeSelection only the
+    nodes the device names (allocator_incubating.go isSelectable)."""
+    return sl.device_nodes is None or bool(sl.device_nodes[device.name][node])
+
+
+def capacity_fits(requests: tuple[tuple[str, Fraction], ...], device: Any) -> bool:
+    """DRAConsumableCapacity's check on a device allocated whole (CmpRequestOverCapacity without a share):
+    every capacity the request asks for (`capacity.requests`) is one the device has, no larger than it."""
+    capacity = device.capacity or {}
+    for name, amount in requests:
+        if name not in capacity:
+            return False
+        raw = capacity[name]
+        value = raw.get("value") if isinstance(raw, dict) else getattr(raw, "value", None)
+        try:
+            if amount > parse_quantity(value if value is not None else 0):
+                return False
+        except QuantityError:
+            return False
+    return True
+
+
+def refused(device: Any) -> str | None:
+    """The field of a device that gangsched does not allocate yet, or None. DRADeviceBindingConditions
+    (beta, on in v1.37): upstream allocates such a device and PreBind waits until its driver reports the
+    conditions; DRAConsumableCapacity (beta, on): a device with `allowMultipleAllocations` is shared between
+    claims by capacity, each allocation with a share ID. Neither is modelled, so such a device is never
+    allocated, rather than allocated as if the field were absent (docs/volumes-and-devices.md)."""
+    if device.bindingConditions or device.bindingFailureConditions:
+        return "bindingConditions"
+    if device.allowMultipleAllocations:
+        return "allowMultipleAllocations"
+    return None
+
+
+def refusal_message(fields: Iterable[str]) -> str:
+    """The Filter's reason on a node where the claims can be allocated only with refused devices."""
+    named = sorted(set(fields))
+    verb = "is" if len(named) == 1 else "are"
+    listed = " and ".join(f"spec.devices[].{f}" for f in named)
+    return f"cannot allocate all claims: ResourceSlice {listed} {verb} not supported by gangsched yet"
+
+
 def tolerates(toleration: Toleration, taint: Any) -> bool:
     """resourceclaim.ToleratesTaint: an empty effect or key matches any; `Exists` any value, `Equal` (the
     default) the same value; an unknown operator nothing."""
@@ -353,6 +457,18 @@ class _Alternative:
     count: int
     tolerations: list[dict[str, Any]]  # as written (API form), copied into the allocation's results
     admin: bool  # adminAccess: devices in use by other claims may be taken too
+    capacity: tuple[tuple[str, Fraction], ...] = ()  # capacity.requests (DRAConsumableCapacity)
+
+
+def _capacity_requests(r: Any) -> tuple[tuple[str, Fraction], ...]:
+    requests = (r.capacity.requests if r.capacity is not None else None) or {}
+    out = []
+    for name, value in sorted(requests.items()):
+        try:
+            out.append((name, parse_quantity(value)))
+        except QuantityError:
+            raise AllocationError(f"capacity request {name}: invalid quantity {value!r}") from None
+    return tuple(out)
 
 
 def _device_claim(claim: Any) -> Any:
@@ -396,6 +512,7 @@ def _alternatives(catalog: DeviceCatalog, claim: Any) -> list[list[_Alternative]
                     int(r.count or 0),
                     [t.to_dict() for t in tolerations],
                     bool(getattr(r, "adminAccess", None)),
+                    _capacity_requests(r),
                 )
             )
         out.append(alts)
@@ -418,23 +535,41 @@ def _attribute(device: Any, driver: str, qualified: str) -> Any:
 
 
 class _Search:
-    """Backtracking over (claim, request, device) for one node, as allocator_stable.go's allocateOne."""
+    """Backtracking over (claim, request, device) for one node, as allocator_incubating.go's allocateOne (the
+    allocator v1.37 runs with its default gates: DRAConsumableCapacity and DRADeviceBindingConditions are on,
+    which the stable one does not support). `allow_refused` lets devices gangsched refuses be taken, only to
+    tell whether they are what the claims lack."""
 
     def __init__(
-        self, catalog: DeviceCatalog, claims: list[Any], node: int, in_use: Container[DeviceID]
+        self,
+        catalog: DeviceCatalog,
+        claims: list[Any],
+        node: int,
+        in_use: Container[DeviceID],
+        allow_refused: bool = False,
     ) -> None:
         self.catalog = catalog
         self.claims = claims
         self.node = node
         self.in_use = in_use
+        self.allow_refused = allow_refused
         self.alts = [_alternatives(catalog, c) for c in claims]
+        # per claim: (distinct?, attribute, request names) for matchAttribute and distinctAttribute
         self.constraints = [
-            [(c.matchAttribute, set(c.requests or [])) for c in (_device_claim(claim).constraints or [])]
+            [
+                (
+                    c.matchAttribute is None,
+                    c.matchAttribute or c.distinctAttribute or "",
+                    set(c.requests or []),
+                )
+                for c in (_device_claim(claim).constraints or [])
+            ]
             for claim in claims
         ]
         # devices being allocated in this search, with how many claims take each (several only through
         # admin access)
         self.taken: Counter[DeviceID] = Counter()
+        self.counters = CounterLedger(in_use)
         self.picked: list[list[tuple[str, str, _Slice, Any]]] = [[] for _ in claims]
         self.steps = 0
         self.devices = [
@@ -445,27 +580,58 @@ class _Search:
         ]
 
     def _fits_constraints(self, ci: int, alt: _Alternative, sl: _Slice, device: Any) -> bool:
-        for attribute, requests in self.constraints[ci]:
+        """matchAttribute: the devices of the named requests share the attribute's value; distinctAttribute
+        (DRAConsumableCapacity): no two of them share it; a device without the attribute fits neither
+        (constraint.go, allocator_incubating.go matchAttributeConstraint)."""
+        for distinct, attribute, requests in self.constraints[ci]:
             if requests and alt.request not in requests and alt.name not in requests:
                 continue
             mine = _attribute(device, sl.driver, attribute)
             if mine is None:
                 return False
-            for _, req, osl, other in self.picked[ci]:
-                if requests and req not in requests:
+            for name, req, osl, other in self.picked[ci]:
+                if requests and req not in requests and name not in requests:
                     continue
-                if _attribute(other, osl.driver, attribute) != mine:
+                if (_attribute(other, osl.driver, attribute) == mine) == distinct:
                     return False
         return True
 
     def _candidates(self, alt: _Alternative) -> list[_Candidate]:
         """Devices on the node the request can take (in use or not): for `All`, every device its selectors
-        match, since one it may not take (a taint it does not tolerate) fails the request; for a count,
-        only those without such a taint, since the search passes over one."""
-        catalog, live = self.catalog, [(pool, sl, d) for pool, sl, d in self.devices if not pool.incomplete]
+        match, since one it may not take (a taint it does not tolerate, a refused field) fails the request;
+        for a count, only those without such a taint or field, since the search passes over one. With
+        perDeviceNodeSelection only devices serving the node; a capacity request only devices whose
+        capacity holds it (both as selectors: after the CEL selectors, isSelectable then
+        CmpRequestOverCapacity)."""
+        catalog, node = self.catalog, self.node
+        live = [(pool, sl, d) for pool, sl, d in self.devices if not pool.incomplete and not pool.invalid]
         if alt.all_devices:
-            return [(pool, sl, d) for pool, sl, d in live if catalog.selectors_match(alt.want[0], sl, d)]
-        return [(pool, sl, d) for pool, sl, d in live if catalog.usable(alt.want, sl, d)]
+            matching = [(pool, sl, d) for pool, sl, d in live if catalog.selectors_match(alt.want[0], sl, d)]
+        else:
+            matching = [
+                (pool, sl, d)
+                for pool, sl, d in live
+                if catalog.usable(alt.want, sl, d) and (self.allow_refused or refused(d) is None)
+            ]
+        return [
+            (pool, sl, d)
+            for pool, sl, d in matching
+            if serves(sl, d, node) and capacity_fits(alt.capacity, d)
+        ]
+
+    def _unusable_pool(self, alt: _Alternative) -> None:
+        """An `All` request needs every pool serving the node complete and valid (validateDeviceRequest)."""
+        for pool, _ in self.catalog.on_node(self.node):
+            if pool.incomplete:
+                raise AllocationError(
+                    f"request {alt.name}: asks for all devices, but resource pool "
+                    f"{pool.driver}/{pool.name} is currently being updated"
+                )
+            if pool.invalid:
+                raise AllocationError(
+                    f"request {alt.name}: asks for all devices, but resource pool "
+                    f"{pool.driver}/{pool.name} is currently invalid"
+                )
 
     def solve(self, ci: int = 0, ri: int = 0) -> bool:
         if ci == len(self.claims):
@@ -474,12 +640,7 @@ class _Search:
             return self.solve(ci + 1, 0)
         for alt in self.alts[ci][ri]:
             if alt.all_devices:
-                if any(pool.incomplete for pool, _ in self.catalog.on_node(self.node)):
-                    pool = next(p for p, _ in self.catalog.on_node(self.node) if p.incomplete)
-                    raise AllocationError(
-                        f"request {alt.name}: asks for all devices, but resource pool "
-                        f"{pool.driver}/{pool.name} is currently being updated"
-                    )
+                self._unusable_pool(alt)
                 chosen = self._candidates(alt)
                 if chosen and self._take_all(ci, ri, alt, chosen):
                     return True
@@ -501,8 +662,15 @@ class _Search:
             return False
         if any(self.catalog.tainted_against(alt.want[1], sl, d) for _, sl, d in chosen):
             return False
+        if not self.allow_refused and any(refused(d) is not None for _, _, d in chosen):
+            return False
         mark = len(self.picked[ci])
-        for _, sl, d in chosen:
+        counted: list[tuple[_Pool, Consumption]] = []
+        for (pool, sl, d), dev_id in zip(chosen, ids, strict=True):
+            used = pool.consumers.get(dev_id, ())
+            if used and not self.counters.take(pool, used):
+                break
+            counted.append((pool, used))
             if not self._fits_constraints(ci, alt, sl, d):
                 break
             self.picked[ci].append((alt.name, alt.request, sl, d))
@@ -512,6 +680,9 @@ class _Search:
                 return True
             self.taken.subtract(ids)
             self.taken += Counter()  # drop the zero counts, so that `in` means taken
+        for pool, used in counted:
+            if used:
+                self.counters.give_back(pool, used)
         del self.picked[ci][mark:]
         return False
 
@@ -532,10 +703,13 @@ class _Search:
                 raise AllocationError(
                     f"node {self.catalog.snap.node_names[self.node]}: timed out trying to allocate devices"
                 )
-            _, sl, d = cands[k]
+            pool, sl, d = cands[k]
             dev_id = (sl.driver, sl.pool, d.name)
             if self._busy(ci, alt, dev_id) or not self._fits_constraints(ci, alt, sl, d):
                 continue
+            used = pool.consumers.get(dev_id, ())
+            if used and not self.counters.take(pool, used):
+                continue  # its counter sets cannot cover it beside the devices allocated and being allocated
             self.taken[dev_id] += 1
             self.picked[ci].append((alt.name, alt.request, sl, d))
             if self._pick(ci, ri, alt, left - 1, cands, k + 1):
@@ -544,45 +718,69 @@ class _Search:
             self.taken[dev_id] -= 1
             if not self.taken[dev_id]:
                 del self.taken[dev_id]
+            if used:
+                self.counters.give_back(pool, used)
         return False
 
+    def refused_fields(self) -> list[str]:
+        """The refused fields of the devices picked (after a search with `allow_refused`)."""
+        return [f for picked in self.picked for _, _, _, d in picked if (f := refused(d)) is not None]
+
     def allocations(self) -> list[Allocation]:
+        node_name = self.catalog.snap.node_names[self.node]
         out = []
-        for alts, picked in zip(self.alts, self.picked, strict=True):
+        for claim, alts, picked in zip(self.claims, self.alts, self.picked, strict=True):
             # per claim: two claims may name their requests alike
             tolerations = {alt.name: alt.tolerations for ri in alts for alt in ri}
             admin = {alt.name for ri in alts for alt in ri if alt.admin}
             alloc = Allocation()
-            selector_fields: list[dict[str, Any]] = []
-            selector_exprs: list[dict[str, Any]] = []
-            local = None
             alloc.admin = frozenset(name for name, _, _, _ in picked if name in admin)
             for name, _, sl, d in picked:
                 alloc.results.append((name, (sl.driver, sl.pool, d.name)))
                 if tolerations.get(name):
                     alloc.tolerations[name] = tolerations[name]
-                if sl.local is not None:
-                    local = local or sl.local
-                elif sl.obj.spec.nodeSelector is not None:
-                    term = sl.obj.spec.nodeSelector.nodeSelectorTerms[0]
-                    for req in term.matchFields or []:
-                        if req.to_dict() not in selector_fields:
-                            selector_fields.append(req.to_dict())
-                    for req in term.matchExpressions or []:
-                        if req.to_dict() not in selector_exprs:
-                            selector_exprs.append(req.to_dict())
-            if local is not None:
-                match = {"key": "metadata.name", "operator": "In", "values": [local]}
-                alloc.node_selector = {"nodeSelectorTerms": [{"matchFields": [match]}]}
-            elif selector_fields or selector_exprs:
-                merged: dict[str, Any] = {}
-                if selector_exprs:
-                    merged["matchExpressions"] = selector_exprs
-                if selector_fields:
-                    merged["matchFields"] = selector_fields
-                alloc.node_selector = {"nodeSelectorTerms": [merged]}
+            alloc.node_selector = _node_selector(claim, [(sl, d) for _, _, sl, d in picked], node_name)
             out.append(alloc)
         return out
+
+
+def _node_selector(claim: Any, devices: list[tuple[_Slice, Any]], node_name: str) -> dict[str, Any] | None:
+    """The allocation's node selector (allocator_incubating.go createNodeSelector): the node allocated for
+    when a device is node-local (its slice's `nodeName`, with perDeviceNodeSelection its own) or binds to
+    its node (`bindsToNode`); else the single terms of the node selectors merged; None when every device
+    serves all nodes."""
+    fields: list[dict[str, Any]] = []
+    expressions: list[dict[str, Any]] = []
+    for sl, d in devices:
+        spec = sl.obj.spec
+        node, selector = (
+            (d.nodeName, d.nodeSelector) if sl.device_nodes is not None else (sl.local, spec.nodeSelector)
+        )
+        if node or d.bindsToNode:
+            match = {"key": "metadata.name", "operator": "In", "values": [node_name]}
+            return {"nodeSelectorTerms": [{"matchFields": [match]}]}
+        if selector is None or not selector.nodeSelectorTerms:
+            continue
+        if len(selector.nodeSelectorTerms) > 1:
+            raise AllocationError(
+                f"create NodeSelector for claim {claim.metadata.name}: unsupported "
+                f"ResourceSlice.NodeSelector with {len(selector.nodeSelectorTerms)} terms"
+            )
+        term = selector.nodeSelectorTerms[0]
+        for req in term.matchFields or []:
+            if req.to_dict() not in fields:
+                fields.append(req.to_dict())
+        for req in term.matchExpressions or []:
+            if req.to_dict() not in expressions:
+                expressions.append(req.to_dict())
+    if not fields and not expressions:
+        return None
+    merged: dict[str, Any] = {}
+    if expressions:
+        merged["matchExpressions"] = expressions
+    if fields:
+        merged["matchFields"] = fields
+    return {"nodeSelectorTerms": [merged]}
 
 
 def simple_request(catalog: DeviceCatalog, claims: list[Any]) -> tuple[Want, int] | None:
@@ -594,7 +792,7 @@ def simple_request(catalog: DeviceCatalog, claims: list[Any]) -> tuple[Want, int
     if devices.constraints or len(devices.requests or []) != 1:
         return None
     (alts,) = _alternatives(catalog, claims[0])
-    if len(alts) != 1 or alts[0].all_devices or alts[0].admin:
+    if len(alts) != 1 or alts[0].all_devices or alts[0].admin or alts[0].capacity:
         return None
     return alts[0].want, alts[0].count
 
@@ -625,4 +823,14 @@ def allocate(
     """Allocations for every claim on `node` (in claim order), or None when the devices are not there.
     AllocationError for a claim that can never be allocated as written (missing class, CEL error)."""
     search = _Search(catalog, claims, node, in_use)
-    return search.allocations() if search.solve() else None
+    if search.solve():
+        return search.allocations()
+    # Why not: devices gangsched refuses would have done (upstream allocates them), or, as upstream says
+    # when a search fails, a pool serving the node is invalid.
+    if catalog.refused_on(node):
+        what_if = _Search(catalog, claims, node, in_use, allow_refused=True)
+        if what_if.solve() and what_if.refused_fields():
+            raise AllocationError(refusal_message(what_if.refused_fields()))
+    if any(pool.invalid for pool, _ in catalog.on_node(node)):
+        raise AllocationError("invalid resource pools were encountered")
+    return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..cel import CelError, compile_selector
-from ..errors import FieldError, duplicate, invalid, not_supported, required
+from ..errors import FieldError, duplicate, forbidden, invalid, not_supported, required
 from .common import label_name, subdomain_name
 from .meta import label_value
 from .names import is_extended_resource_name, label_key
@@ -22,6 +22,14 @@ ALLOCATION_MODES = ["All", "ExactCount"]
 TAINT_EFFECTS = ["NoExecute", "NoSchedule", "None"]  # validDeviceTaintEffects, sorted as sets.List
 TOLERATION_OPERATORS = ["Equal", "Exists"]
 _ONE_REQUEST_TYPE = "exactly one of `exactly` or `firstAvailable` is required"
+_ONE_DEVICE_NODE_SELECTION = (
+    "exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required when `perDeviceNodeSelection` is "
+    "set to true in the ResourceSlice spec"
+)
+_NODE_SELECTION_NOT_PER_DEVICE = (
+    "`nodeName`, `nodeSelector` and `allNodes` can only be set if `perDeviceNodeSelection` is set to true in "
+    "the ResourceSlice spec"
+)
 _ONE_NODE_SELECTION = (
     "exactly one of `nodeName`, `nodeSelector`, `allNodes`, `perDeviceNodeSelection` is required"
 )
@@ -209,6 +217,8 @@ def resource_slice(rs: Any) -> list[FieldError]:
                 f"{_ONE_NODE_SELECTION}, but multiple fields are set",
             )
         )
+    if spec.sharedCounters is not None and spec.devices is not None:
+        errors.append(invalid("spec", "", "only one of `sharedCounters` or `devices` is allowed"))
     seen: set[str] = set()
     for i, device in enumerate(spec.devices or []):
         where = f"spec.devices[{i}]"
@@ -218,6 +228,40 @@ def resource_slice(rs: Any) -> list[FieldError]:
         seen.add(device.name)
         for j, taint in enumerate(device.taints or []):
             errors += _taint(f"{where}.taints[{j}]", taint)
+        errors += _device_node_selection(where, device, spec.perDeviceNodeSelection is True)
+        if not device.allowMultipleAllocations:
+            for name, capacity in sorted((device.capacity or {}).items()):
+                policy = capacity.get("requestPolicy") if isinstance(capacity, dict) else None
+                if policy is not None:
+                    path = f"{where}.capacity[{name}].requestPolicy"
+                    errors.append(forbidden(path, "allowMultipleAllocations must be true"))
+    return errors
+
+
+def _device_node_selection(where: str, device: Any, per_device: bool) -> list[FieldError]:
+    """validateDevice: with the slice's perDeviceNodeSelection, exactly one of the device's `nodeName`,
+    `nodeSelector`, `allNodes`; without it, none of them."""
+    if not per_device:
+        if device.nodeName is not None or device.nodeSelector is not None or device.allNodes is not None:
+            return [invalid(where, None, _NODE_SELECTION_NOT_PER_DEVICE)]
+        return []
+    errors: list[FieldError] = []
+    chosen = []
+    if device.nodeName is not None:
+        if device.nodeName:
+            chosen.append("`nodeName`")
+        else:
+            errors.append(invalid(f"{where}.nodeName", "", "must not be empty"))
+    if device.nodeSelector is not None:
+        chosen.append("`nodeSelector`")
+    if device.allNodes is True:
+        chosen.append("`allNodes`")
+    elif device.allNodes is False:
+        errors.append(invalid(f"{where}.allNodes", False, "must be either unset or set to true"))
+    if not chosen:
+        errors.append(required(where, _ONE_DEVICE_NODE_SELECTION))
+    elif len(chosen) > 1:
+        errors.append(invalid(where, "{" + ", ".join(chosen) + "}", _ONE_DEVICE_NODE_SELECTION))
     return errors
 
 
