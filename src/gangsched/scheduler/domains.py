@@ -3,54 +3,111 @@ with the snapshot's change log, so that scoring every topology placement costs O
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Hashable
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from .snapshot import Snapshot
 
-__all__ = ["DomainSums"]
+__all__ = ["DomainSums", "NodeValues"]
 
 Int64Array = npt.NDArray[np.int64]
 Columns = npt.NDArray[np.intp]
 
+# Up to this many changed nodes are refreshed one by one in scalar code: a group's few nodes cost less so
+# than in a dozen numpy calls on tiny arrays (numpy's per-call overhead dominates below ~50 elements).
+_FEW = 16
+
+
+class NodeValues(Protocol):
+    """The rows of a per-node quantity, computed two ways that give the same integers: `many` for a block
+    of nodes (rows x nodes), `one` for a single node (one int per row)."""
+
+    def many(self, cols: Columns) -> Int64Array: ...
+
+    def one(self, col: int) -> list[int]: ...
+
 
 class DomainSums:
-    """`sums[..., code]` = sum over the nodes labelled `code` for `key` of `values_of(nodes)[..., node]`,
-    exact in int64; `values_of` may return one row per node or several (rows x nodes).
+    """`sums[:, i]` = sum over the nodes whose value of `key` is the i-th in value order (the order of
+    `snap.domains(key)`, which is that of the placements over all nodes) of `values.many(nodes)[:, node]`,
+    exact in int64. `column[code]` is the column of a label code.
 
-    `values_of` must depend only on the snapshot's per-node state, so that a node's value changes only when
+    The values must depend only on the snapshot's per-node state, so that a node's value changes only when
     the node appears in the change log."""
 
-    def __init__(self, snap: Snapshot, key: str, values_of: Callable[[Columns], Int64Array]) -> None:
+    def __init__(self, snap: Snapshot, key: str, values: NodeValues) -> None:
         self.snap = snap
-        self.codes = snap.label_codes(key)
-        self.values_of = values_of
-        self.size = len(snap.label_values.get(key, {}))
+        ordered = snap.domains(key)[2]
+        self.size = len(ordered)
+        self.column: list[int] = [0] * self.size
+        for i, (_, code) in enumerate(ordered):
+            self.column[code] = i
+        codes = snap.label_codes(key)
+        # each node's column, -1 for a node without the key
+        self._node_column: list[int] = [self.column[code] if code >= 0 else -1 for code in codes.tolist()]
+        self.node_column = np.array(self._node_column, dtype=np.intp)
+        self.values = values
+        # Columns whose sums changed, in order, for the results kept per column by the sums' users
+        # (`derived`): they read the log from where they left it, and start over when `rebuilds` moves.
+        self.touched: list[int] = []
+        self.rebuilds = 0
+        self.derived: dict[Hashable, Any] = {}
         self._rebuild()
 
     def _rebuild(self) -> None:
-        self.per_node: Int64Array = self.values_of(np.arange(len(self.snap), dtype=np.intp))
-        labelled = np.flatnonzero(self.codes >= 0)
-        self.sums: Int64Array = np.zeros((*self.per_node.shape[:-1], self.size), dtype=np.int64)
-        self._add(labelled, self.per_node[..., labelled])
-        self.synced = len(self.snap.changed)
+        every = self.values.many(np.arange(len(self.snap), dtype=np.intp))
+        # each node's values as a list (what `values.one` gives): a few nodes are compared and updated in
+        # scalar code
+        self.per_node: list[list[int]] = every.T.tolist()
+        labelled = np.flatnonzero(self.node_column >= 0)
+        self.sums: Int64Array = np.zeros((every.shape[0], self.size), dtype=np.int64)
+        self._add(labelled, every[:, labelled])
+        self.synced, self.generation = len(self.snap.changed), self.snap.generation
+        self.touched.clear()
+        self.rebuilds += 1
 
     def _add(self, cols: Columns, delta: Int64Array) -> None:
         # one unbuffered add for every row at once (nodes of one domain add up), through transposed views
-        np.add.at(self.sums.T, self.codes[cols], delta.T)
+        np.add.at(self.sums.T, self.node_column[cols], delta.T)
 
     def current(self) -> Int64Array:
         changed = self.snap.changed
-        if self.synced > len(changed):  # the log was cleared: start over
+        if self.generation != self.snap.generation:  # the log was cleared: start over
             self._rebuild()
         elif self.synced < len(changed):
-            # Usually the handful of nodes the last group went to: a set beats np.unique there.
-            cols = np.fromiter(set(changed[self.synced :]), dtype=np.intp)
-            cols = cols[self.codes[cols] >= 0]
-            new = self.values_of(cols)
-            self._add(cols, new - self.per_node[..., cols])
-            self.per_node[..., cols] = new
+            pending = set(changed[self.synced :])
+            if len(pending) <= _FEW:
+                self._refresh_few(pending)
+            else:
+                cols = np.fromiter(pending, dtype=np.intp)
+                cols = cols[self.node_column[cols] >= 0]
+                new = self.values.many(cols)
+                per_node = self.per_node
+                self._add(cols, new - np.array([per_node[col] for col in cols.tolist()], np.int64).T)
+                for col, values in zip(cols.tolist(), new.T.tolist(), strict=True):
+                    per_node[col] = values
+                self.touched.extend(set(self.node_column[cols].tolist()))
             self.synced = len(changed)
         return self.sums
+
+    def _refresh_few(self, cols: set[int]) -> None:
+        per_node, node_column, one = self.per_node, self._node_column, self.values.one
+        delta: dict[int, list[int]] = {}  # column -> change of its sums (a group's nodes share a domain)
+        for col in cols:
+            column = node_column[col]
+            if column < 0:
+                continue
+            new, old = one(col), per_node[col]
+            if new == old:
+                continue
+            per_node[col] = new
+            change = [value - before for value, before in zip(new, old, strict=True)]
+            if column in delta:
+                change = [a + b for a, b in zip(delta[column], change, strict=True)]
+            delta[column] = change
+        for column, change in delta.items():
+            self.sums[:, column] += change
+        self.touched.extend(delta)

@@ -23,7 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .claims_stage import DRA_NAME, DRA_WEIGHT, PREEMPTIBLE_CLAIM_PLUGINS, ClaimsStage
-from .domains import DomainSums
+from .domains import DomainSums, NodeValues
 from .plugins import (
     BoolArray,
     Int64Array,
@@ -450,13 +450,12 @@ class Evaluator:
             layer.synced = state
         return layer
 
-    def domain_sums(
-        self, name: Hashable, key: str, values_of: Callable[[npt.NDArray[np.intp]], npt.NDArray[np.int64]]
-    ) -> DomainSums:
-        """The DomainSums called `name` for topology key `key`, created on first use and then kept."""
+    def domain_sums(self, name: Hashable, key: str, values: Callable[[], NodeValues]) -> DomainSums:
+        """The DomainSums called `name` for topology key `key`, created on first use (of the NodeValues
+        that `values` makes) and then kept."""
         sums = self._domain_sums.get((name, key))
         if sums is None:
-            sums = DomainSums(self.snap, key, values_of)
+            sums = DomainSums(self.snap, key, values())
             self._domain_sums[(name, key)] = sums
         return sums
 

@@ -8,21 +8,26 @@ requested/allocatable (0..100), weights 1; the highest total wins, ties broken b
 When every pending pod of the group is of one equivalence class, no pods-stage plugin reads other pods
 for it (no ports, spread or pod affinity) and it uses no PersistentVolumeClaim or ResourceClaim, the outcome
 of the pod-by-pod cycle inside a placement is known without running it: greedy placement fits min(pending,
-sum over the placement's nodes of how many such pods each node still takes). Capacities and MostAllocated
-sums for every placement come from a few `bincount`s over all nodes, whatever the number of placements.
-Otherwise each placement runs the cycle and is reverted. Only the chosen placement runs the real cycle,
+sum over the placement's nodes of how many such pods each node still takes). Over all nodes, those
+per-domain sums and each placement's score from them are kept from group to group and refreshed only where
+nodes changed (domains.py: usually the one domain the previous group went to); inside a parent placement
+they are summed afresh. There are few placements: scores are computed and compared in plain Python,
+which beats numpy's per-call overhead on arrays that small. Otherwise each placement runs the cycle and is
+reverted. Only the chosen placement runs the real cycle,
 which picks the nodes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from .cycle import GROUP_UNSCHEDULABLE, Code, GroupAttempt, GroupResult, group_unschedulable, run_group_cycle
+from .domains import DomainSums
 from .evaluator import Evaluator
 from .plugins import BoolArray
 from .snapshot import CPU, MEMORY, Snapshot
@@ -137,77 +142,159 @@ def adaptive_placement_limit(n_placements: int, n_nodes: int) -> int:
 
 
 def most_allocated(snap: Snapshot, nodes: BoolArray) -> int:
-    """MostAllocated over the placement's summed requested and allocatable, 0..100: upstream's
-    scorePlacement hands the sums to the same mostResourceScorer as a node's score, which averages over the
-    resources offered (allocatable > 0) only, with requests counted as that scorer counts them (a container
-    without a cpu or memory request counts upstream's defaults, 100m and 200Mi: `nonzero_used`)."""
+    """MostAllocated over the placement's summed requested and allocatable, 0..100 (`placement_most`)."""
+    return placement_most(
+        (int(snap.nonzero_used[i, nodes].sum()), int(snap.alloc[row, nodes].sum()))
+        for i, row in enumerate((CPU, MEMORY))
+    )
+
+
+def placement_most(requested_allocatable: Iterable[tuple[int, int]]) -> int:
+    """MostAllocated of a placement from its summed (requested, allocatable) of cpu and of memory, 0..100:
+    upstream's scorePlacement hands the sums to the same mostResourceScorer as a node's score, which
+    averages over the resources offered (allocatable > 0) only, with requests counted as that scorer counts
+    them (a container without a cpu or memory request counts upstream's defaults, 100m and 200Mi:
+    `nonzero_used`)."""
     total = offered = 0
-    for row in (CPU, MEMORY):
-        alloc = int(snap.alloc[row, nodes].sum())
+    for requested, alloc in requested_allocatable:
         if alloc > 0:
             offered += 1
-            total += min(int(snap.nonzero_used[row, nodes].sum()), alloc) * MAX_SCORE // alloc
+            total += min(requested, alloc) * MAX_SCORE // alloc
     return total // offered if offered else 0
 
 
-def choose(pods: Int64Array, most: Int64Array, ev: Evaluator) -> int:
-    """Index of the best placement: pods count normalised by the best, plus MostAllocated; ties at random."""
-    best_pods = int(pods.max()) or 1
-    totals = pods * MAX_SCORE // best_pods + most
-    winners = np.flatnonzero(totals == totals.max())
-    return int(winners[0] if winners.size == 1 else winners[ev.rng.integers(winners.size)])
+def choose(pods: Sequence[int], most: Sequence[int], ev: Evaluator) -> int:
+    """Index of the best placement: pods count normalised by the best, plus MostAllocated; ties at random
+    (one draw among the tied placements in order). Plain Python: there are few placements."""
+    best_pods = max(pods) or 1
+    totals = [p * MAX_SCORE // best_pods + m for p, m in zip(pods, most, strict=True)]
+    top = max(totals)
+    winners = [i for i, total in enumerate(totals) if total == top]
+    return winners[0] if len(winners) == 1 else winners[int(ev.rng.integers(len(winners)))]
 
 
-def _fast(ev: Evaluator, attempt: GroupAttempt, key: str, options: list[Placement]) -> tuple[Int64Array, ...]:
-    """(feasible option indexes, their pods counts, their MostAllocated) for a group of one class.
+class _ClassRoom:
+    """Per node, for one equivalence class `c`: how many more of its pods fit (0 where its static filters
+    reject the node), allocatable cpu and memory, requested cpu and memory as MostAllocated counts them
+    (`nonzero_used`). A NodeValues (domains.py): `many` and `one` give the same integers."""
 
-    With no parent placement the per-domain sums are kept incrementally by the evaluator; inside a parent
-    placement they are summed afresh over the parent's nodes."""
-    snap = ev.snap
-    c = ev.equivalence_class(attempt.pods[0])
-    option_codes = np.array([p.code for p in options], dtype=np.intp)
-    rows = np.array([row for row, _ in c.vec.rows], dtype=np.intp)
-    per_row = np.array([[v] for _, v in c.vec.rows], dtype=np.int64)
+    def __init__(self, snap: Snapshot, c: Any) -> None:  # c: the evaluator's equivalence class
+        self.snap, self.c = snap, c
+        # all the class's resource rows in one block (it always has the pods row, so the minimum over rows
+        # is the per-resource minimum a loop would take)
+        self.rows = np.array([row for row, _ in c.vec.rows], dtype=np.intp)
+        self.per_row = np.array([[v] for _, v in c.vec.rows], dtype=np.int64)
 
-    def per_node(cols: npt.NDArray[np.intp]) -> Int64Array:
-        """Rows: how many pods of the class each node still takes, allocatable cpu and memory, requested
-        cpu and memory."""
-        # All the class's resource rows in one block (it always has the pods row, so the minimum over rows
-        # is the per-resource minimum a loop would take): fewer numpy calls per group, the same integers.
-        block = np.ix_(rows, cols)
-        free = ((snap.alloc[block] - snap.used[block]) // per_row).min(axis=0)
+    def many(self, cols: npt.NDArray[np.intp]) -> Int64Array:
+        snap, c = self.snap, self.c
+        block = np.ix_(self.rows, cols)
+        free = ((snap.alloc[block] - snap.used[block]) // self.per_row).min(axis=0)
         capacity = np.where(c.static_ok[cols], np.maximum(free, 0), 0)
         out: Int64Array = np.vstack(
             (capacity, snap.alloc[CPU : MEMORY + 1, cols], snap.nonzero_used[:, cols])
         )
         return out
 
-    within = options[0].within
-    if within is ev.labelled(key):  # every labelled node: the kept sums apply
-        sums = ev.domain_sums(("placements", c.key), key, per_node).current()[:, option_codes]
+    def one(self, col: int) -> list[int]:
+        snap = self.snap
+        alloc, used = snap.alloc[:, col].tolist(), snap.used[:, col].tolist()  # a column: one call each
+        room = 0
+        if self.c.static_ok[col]:
+            room = min((alloc[row] - used[row]) // v for row, v in self.c.vec.rows)
+        return [max(room, 0), alloc[CPU], alloc[MEMORY], *snap.nonzero_used[:, col].tolist()]
+
+
+# A placement's score for a group of one class: (pods count, MostAllocated), None when infeasible
+Score = tuple[int, int] | None
+
+
+def _score(sums: list[int], want: tuple[int, int, int, int, int]) -> Score:
+    """The score of a placement whose `_ClassRoom` sums are `sums`, for `want` = (pending pods, pods already
+    scheduled, pods needed, the class's cpu and memory as MostAllocated counts them): greedy placement
+    fits min(pending, room); feasible when it places a pod and reaches the count needed. MostAllocated as
+    `most_allocated` computes it over the placement with the pods placed counted in."""
+    room, alloc_cpu, alloc_mem, used_cpu, used_mem = sums
+    pending, scheduled, needed, cpu, mem = want
+    placed = min(pending, room)
+    if placed <= 0 or scheduled + placed < needed:
+        return None
+    most = placement_most(((used_cpu + placed * cpu, alloc_cpu), (used_mem + placed * mem, alloc_mem)))
+    return scheduled + placed, most
+
+
+class _KeptScores:
+    """`_score` of every column of a DomainSums of `_ClassRoom`, for one `want`: refreshed only on the
+    columns whose sums changed since (usually the one domain the previous group went to)."""
+
+    def __init__(self, kept: DomainSums, want: tuple[int, int, int, int, int]) -> None:
+        self.kept, self.want = kept, want
+        self.rebuilds = -1
+        self.synced = 0
+        self.scores: list[Score] = []
+
+    def current(self) -> list[Score]:
+        kept, want = self.kept, self.want
+        if self.rebuilds != kept.rebuilds:
+            self.scores = [_score(column, want) for column in kept.sums.T.tolist()]
+            self.rebuilds, self.synced = kept.rebuilds, len(kept.touched)
+        elif self.synced < len(kept.touched):
+            for column in set(kept.touched[self.synced :]):
+                self.scores[column] = _score(kept.sums[:, column].tolist(), want)
+            self.synced = len(kept.touched)
+        return self.scores
+
+
+# Kept scores per DomainSums, for this many distinct groups' wants at most (then dropped and started over)
+_MAX_KEPT_SCORES = 8
+
+
+def _fast(ev: Evaluator, attempt: GroupAttempt, key: str, options: list[Placement]) -> tuple[list[int], ...]:
+    """(feasible option indexes, their pods counts, their MostAllocated) for a group of one class.
+
+    With no parent placement the per-domain sums, and the scores from them, are kept by the evaluator, in
+    the order of the placements over all nodes; inside a parent placement they are summed afresh over the
+    parent's nodes."""
+    snap = ev.snap
+    c = ev.equivalence_class(attempt.pods[0])
+    want = (
+        len(attempt.pods),
+        attempt.scheduled,
+        attempt.min_count if attempt.gang else 1,
+        c.vec.nonzero_cpu,
+        c.vec.nonzero_mem,
+    )
+    scores: list[Score]
+    if options[0].within is ev.labelled(key):  # every labelled node: the kept sums apply
+        kept = ev.domain_sums(("placements", c.key), key, lambda: _ClassRoom(snap, c))
+        kept.current()
+        kept_scores = kept.derived.get(want)
+        if kept_scores is None:
+            if len(kept.derived) >= _MAX_KEPT_SCORES:
+                kept.derived.clear()
+            kept_scores = kept.derived[want] = _KeptScores(kept, want)
+        scores = kept_scores.current()
+        if options is not ev.root_placements.get(key):  # some of them (the members' domain)
+            scores = [scores[kept.column[p.code]] for p in options]
     else:
         perm, starts, _ = snap.domains(key)
-        values = per_node(np.arange(len(snap), dtype=np.intp)) * within
+        values = _ClassRoom(snap, c).many(np.arange(len(snap), dtype=np.intp)) * options[0].within
         # Exact int64 sums per label code (bincount would go through float64 and lose memory's low bits).
+        option_codes = np.array([p.code for p in options], dtype=np.intp)
         sums = np.add.reduceat(values[:, perm], starts, axis=1)[:, option_codes]
-    cap, allocs, useds = sums[0], sums[1:3], sums[3:5]
-    placed = np.minimum(len(attempt.pods), cap)
-    scheduled = attempt.scheduled + placed
-    ok = (placed > 0) & (scheduled >= (attempt.min_count if attempt.gang else 1))
-    per_pod = np.array([[c.vec.nonzero_cpu], [c.vec.nonzero_mem]], dtype=np.int64)
-    used = useds + placed * per_pod
-    most = np.where(allocs > 0, np.minimum(used, allocs) * MAX_SCORE // np.maximum(allocs, 1), 0).sum(axis=0)
-    offered = (allocs > 0).sum(axis=0)  # as most_allocated: the average over the resources offered
-    most = np.where(offered > 0, most // np.maximum(offered, 1), 0)
-    index = np.flatnonzero(ok)
-    return index, scheduled[index], most[index]
+        scores = [_score(column, want) for column in sums.T.tolist()]
+    index = [i for i, score in enumerate(scores) if score is not None]
+    feasible = [score for score in scores if score is not None]
+    return index, [pods for pods, _ in feasible], [most for _, most in feasible]
 
 
 def _full(
     ev: Evaluator, attempt: GroupAttempt, options: list[Placement]
-) -> tuple[Int64Array, Int64Array, Int64Array, GroupResult | None]:
+) -> tuple[list[int], list[int], list[int], GroupResult | None]:
     """Run the cycle in every placement (reverting each); also the first result, for the failure message."""
-    index, pods, most, first = [], [], [], None
+    index: list[int] = []
+    pods: list[int] = []
+    most: list[int] = []
+    first: GroupResult | None = None
     for i, p in enumerate(options):
         result = run_group_cycle(ev, attempt, p.nodes)
         first = first or result
@@ -216,12 +303,7 @@ def _full(
             pods.append(attempt.scheduled + len(result.placed))
             most.append(most_allocated(ev.snap, p.nodes))
             result.revert()
-    return (
-        np.array(index, dtype=np.int64),
-        np.array(pods, dtype=np.int64),
-        np.array(most, dtype=np.int64),
-        first,
-    )
+    return index, pods, most, first
 
 
 def placements_status(first_message: str, first_wrapped: bool, count: int) -> str:
@@ -297,10 +379,10 @@ def place_with_topology(
     if use_limit:
         keep = adaptive_placement_limit(len(options), len(snap))
         index, pods, most = index[:keep], pods[:keep], most[:keep]
-    if index.size == 0:
+    if not index:
         first = first or run_group_cycle(ev, attempt, options[0].nodes)  # failed: left nothing behind
         return first if first.none_placed else no_placement_fits(first, len(options))
-    best = options[int(index[choose(pods, most, ev)])]
+    best = options[index[choose(pods, most, ev)]]
     result = run_group_cycle(ev, attempt, best.nodes)
     if result.code == Code.SUCCESS:
         result.domain = best.value
