@@ -96,7 +96,8 @@ class Store:
         if old is None:
             self._seq += 1
             self._order[(kind, key)] = self._seq
-        self._emit(Change("add" if old is None else "update", kind, key, obj, old))
+        if self._listeners:  # objects loaded before the scheduler subscribes: it reads them from the store
+            self._emit(Change("add" if old is None else "update", kind, key, obj, old))
 
     def add_all(self, objects: Iterable[Any]) -> None:
         for obj in objects:
