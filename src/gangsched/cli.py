@@ -21,7 +21,7 @@ from .api.loader import display_path
 from .builder.command import build_manifests, expanded_inputs
 from .report.schedule_output import as_json, as_table, as_yaml, json_text
 from .schedule import schedule_objects, settle
-from .scheduler.backfill import BackfillSettings
+from .scheduler.backfill_settings import BackfillSettings
 from .scheduler.estimates import SOURCES
 from .scheduler.policy import QUEUE_POLICIES
 from .scheduler.recovery import Recovery

@@ -9,7 +9,7 @@ from typing import Any
 
 from .api.gates import FeatureGates
 from .scheduler import Profile, Scheduler, run_until_stable
-from .scheduler.backfill import BackfillSettings
+from .scheduler.backfill_settings import BackfillSettings
 from .scheduler.policy import queue_policy
 from .store import Store
 from .store.claim_controller import sync_claims

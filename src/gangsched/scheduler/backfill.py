@@ -38,12 +38,12 @@ import numpy as np
 import numpy.typing as npt
 
 from ..store.change import Change
-from .estimates import LIVE, SOURCES, Estimate, History, estimate_of, owner_of
+from .backfill_settings import BackfillSettings
+from .estimates import Estimate, History, estimate_of, owner_of
 from .hints import Fits
 from .plan import (
     EPOCH,
     INFINITE,
-    PlanSettings,
     Reservation,
     Running,
     RunningIndex,
@@ -62,45 +62,6 @@ if TYPE_CHECKING:
     from .scheduler import Scheduler
 
 __all__ = ["Backfill", "BackfillSettings", "Slip"]
-
-
-@dataclass(frozen=True, slots=True)
-class BackfillSettings:
-    """`depth`: roots that get a reservation (0 none, 1 EASY, None all: conservative). `window` and
-    `resolution`: Slurm's bf_window / bf_resolution (s). `interval`: bf_interval, the longest a plan is kept
-    (s). `aging_rate`: priority points per hour waited, up to `aging_cap` points. `max_job_test`: how many
-    waiting roots one plan looks at (bf_max_job_test). `estimate`: where run-time estimates come from
-    (estimates.SOURCES: oracle, limit, history; None: estimates.LIVE, as `schedule` and `run` do)."""
-
-    depth: int | None = 1
-    window: float = INFINITE  # unbounded: see PlanSettings
-    resolution: float = 60.0
-    interval: float = 30.0
-    aging_rate: float = 0.0
-    aging_cap: float = 0.0
-    max_job_test: int = 100
-    # Fair share (DRF) within a priority level: namespace -> weight (unlisted namespaces weigh 1); None: off.
-    fair_share: tuple[tuple[str, float], ...] | None = None
-    estimate: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.depth is not None and self.depth < 0:
-            raise ValueError("reservation depth must be >= 0 or 'all'")
-        if self.interval < 0 or self.aging_rate < 0 or self.aging_cap < 0 or self.max_job_test < 1:
-            raise ValueError("backfill interval, aging rate and cap must be >= 0, max_job_test >= 1")
-        if self.fair_share is not None and any(not w > 0 for _, w in self.fair_share):
-            raise ValueError("fair-share weights must be > 0")
-        if self.estimate is not None and self.estimate not in SOURCES:
-            raise ValueError(f"estimate must be one of {', '.join(SOURCES)}")
-        PlanSettings(self.window, self.resolution)  # validates them
-
-    @property
-    def sources(self) -> tuple[str, ...]:
-        return LIVE if self.estimate is None else SOURCES[self.estimate]
-
-    @property
-    def plan(self) -> PlanSettings:
-        return PlanSettings(self.window, self.resolution)
 
 
 @dataclass(frozen=True, slots=True)

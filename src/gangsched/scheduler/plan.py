@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
-import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from operator import itemgetter
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
+from .backfill_settings import INFINITE, PlanSettings
 from .cycle import Code
 from .estimates import LIVE, UNKNOWN, Estimate, History, estimate_of
 from .plugins import BoolArray
@@ -50,27 +50,7 @@ __all__ = [
     "started_at",
 ]
 
-INFINITE = math.inf
 EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)  # the store's time 0 (store.EPOCH)
-
-
-@dataclass(frozen=True, slots=True)
-class PlanSettings:
-    """Slurm's bf_window (how far ahead reservations are made) and bf_resolution (time step of the plan;
-    default 60 s), in seconds. The window is unbounded by default, unlike Slurm's 1 day: Slurm advises a
-    window at least as long as the longest time limit, and work here need not have one (docs/backfill.md).
-    Unbounded costs nothing extra: the candidate times are the expected ends of running work anyway."""
-
-    window: float = INFINITE
-    resolution: float = 60.0
-
-    def __post_init__(self) -> None:
-        if not self.window > 0 or not self.resolution > 0:
-            raise ValueError("planning window and resolution must be > 0 seconds")
-
-    def round_up(self, t: float) -> float:
-        """`t` on the plan's time grid (multiples of the resolution), never earlier than `t`."""
-        return t if math.isinf(t) else math.ceil(t / self.resolution - 1e-9) * self.resolution
 
 
 @dataclass(frozen=True, slots=True)
