@@ -159,7 +159,7 @@ def test_shortcuts_make_the_same_schedule(docs: list[dict[str, Any]], seed: int)
 RACK = "rack"
 
 
-@pytest.mark.parametrize("few", [domains._FEW, 0])  # node by node, and every change in one block
+@pytest.mark.parametrize("few", [domains.FEW, 0])  # few changes one by one; every change in one block
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     racks=st.lists(st.sampled_from(["r1", "r2", "r3", "r4"]), min_size=1, max_size=10),
@@ -196,11 +196,11 @@ def test_kept_placement_sums_score_as_the_cycle_would(
         if at < len(nodes):
             pi = pod_info(pod(f"run-{i}", cpu=request, node_name=f"n{at}"), i)
             ev.snap.place(pi.key, at, ev.vector(pi), pi.traits)
-    kept_few, domains._FEW = domains._FEW, few
+    kept_few, domains.FEW = domains.FEW, few
     try:
         fast = topology._fast(ev, attempt, RACK, options)
     finally:
-        domains._FEW = kept_few
+        domains.FEW = kept_few
     full = topology._full(ev, attempt, options)[:3]
     for kept, cycled in zip(fast, full, strict=True):
         assert list(kept) == list(cycled)

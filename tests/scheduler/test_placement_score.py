@@ -92,7 +92,7 @@ def _evaluator(seed: int) -> Evaluator:
 
 
 def test_a_single_best_placement_is_chosen_whatever_the_seed() -> None:
-    pods, most = [4, 3, 4], [25, 100, 30]
+    pods, most = np.array([4, 3, 4], dtype=np.int64), np.array([25, 100, 30], dtype=np.int64)
     # totals: 100 + 25, 75 + 100, 100 + 30: the second
     assert {choose(pods, most, _evaluator(seed)) for seed in range(20)} == {1}
 
@@ -100,13 +100,13 @@ def test_a_single_best_placement_is_chosen_whatever_the_seed() -> None:
 def test_placements_of_equal_score_are_chosen_at_random() -> None:
     """findBestPlacement keeps the placement with the larger random tie-breaker among equal totals: over
     many cycles every tied placement is chosen, and a placement with a lower total never is."""
-    pods, most = [2, 2, 1, 2], [10, 10, 60, 10]
+    pods, most = np.array([2, 2, 1, 2], dtype=np.int64), np.array([10, 10, 60, 10], dtype=np.int64)
     # totals: 110, 110, 50 + 60 = 110, 110: all tied
     assert {choose(pods, most, _evaluator(seed)) for seed in range(40)} == {0, 1, 2, 3}
-    pods, most = [2, 2, 1], [10, 10, 59]
+    pods, most = np.array([2, 2, 1], dtype=np.int64), np.array([10, 10, 59], dtype=np.int64)
     assert {choose(pods, most, _evaluator(seed)) for seed in range(40)} == {0, 1}
     # in integers: 3 of 3 -> 100 + 0; 2 of 3 -> 66 (not 66.7) + 34: tied
-    pods, most = [3, 2], [0, 34]
+    pods, most = np.array([3, 2], dtype=np.int64), np.array([0, 34], dtype=np.int64)
     assert {choose(pods, most, _evaluator(seed)) for seed in range(40)} == {0, 1}
 
 

@@ -11,14 +11,14 @@ import numpy.typing as npt
 
 from .snapshot import Snapshot
 
-__all__ = ["DomainSums", "NodeValues"]
+__all__ = ["FEW", "DomainSums", "NodeValues"]
 
 Int64Array = npt.NDArray[np.int64]
 Columns = npt.NDArray[np.intp]
 
 # Up to this many changed nodes are refreshed one by one in scalar code: a group's few nodes cost less so
 # than in a dozen numpy calls on tiny arrays (numpy's per-call overhead dominates below ~50 elements).
-_FEW = 16
+FEW = 16
 
 
 class NodeValues(Protocol):
@@ -79,7 +79,7 @@ class DomainSums:
             self._rebuild()
         elif self.synced < len(changed):
             pending = set(changed[self.synced :])
-            if len(pending) <= _FEW:
+            if len(pending) <= FEW:
                 self._refresh_few(pending)
             else:
                 cols = np.fromiter(pending, dtype=np.intp)

@@ -11,21 +11,20 @@ of the pod-by-pod cycle inside a placement is known without running it: greedy p
 sum over the placement's nodes of how many such pods each node still takes). Over all nodes, those
 per-domain sums and each placement's score from them are kept from group to group and refreshed only where
 nodes changed (domains.py: usually the one domain the previous group went to); inside a parent placement
-they are summed afresh. There are few placements: scores are computed and compared in plain Python,
-which beats numpy's per-call overhead on arrays that small. Otherwise each placement runs the cycle and is
-reverted. Only the chosen placement runs the real cycle,
-which picks the nodes.
+they are summed afresh. Otherwise each placement runs the cycle and is reverted. Only the chosen placement
+runs the real cycle, which picks the nodes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from . import domains
 from .cycle import GROUP_UNSCHEDULABLE, Code, GroupAttempt, GroupResult, group_unschedulable, run_group_cycle
 from .domains import DomainSums
 from .evaluator import Evaluator
@@ -142,35 +141,25 @@ def adaptive_placement_limit(n_placements: int, n_nodes: int) -> int:
 
 
 def most_allocated(snap: Snapshot, nodes: BoolArray) -> int:
-    """MostAllocated over the placement's summed requested and allocatable, 0..100 (`placement_most`)."""
-    return placement_most(
-        (int(snap.nonzero_used[i, nodes].sum()), int(snap.alloc[row, nodes].sum()))
-        for i, row in enumerate((CPU, MEMORY))
-    )
-
-
-def placement_most(requested_allocatable: Iterable[tuple[int, int]]) -> int:
-    """MostAllocated of a placement from its summed (requested, allocatable) of cpu and of memory, 0..100:
-    upstream's scorePlacement hands the sums to the same mostResourceScorer as a node's score, which
-    averages over the resources offered (allocatable > 0) only, with requests counted as that scorer counts
-    them (a container without a cpu or memory request counts upstream's defaults, 100m and 200Mi:
-    `nonzero_used`)."""
+    """MostAllocated over the placement's summed requested and allocatable, 0..100: upstream's
+    scorePlacement hands the sums to the same mostResourceScorer as a node's score, which averages over the
+    resources offered (allocatable > 0) only, with requests counted as that scorer counts them (a container
+    without a cpu or memory request counts upstream's defaults, 100m and 200Mi: `nonzero_used`)."""
     total = offered = 0
-    for requested, alloc in requested_allocatable:
+    for row in (CPU, MEMORY):
+        alloc = int(snap.alloc[row, nodes].sum())
         if alloc > 0:
             offered += 1
-            total += min(requested, alloc) * MAX_SCORE // alloc
+            total += min(int(snap.nonzero_used[row, nodes].sum()), alloc) * MAX_SCORE // alloc
     return total // offered if offered else 0
 
 
-def choose(pods: Sequence[int], most: Sequence[int], ev: Evaluator) -> int:
-    """Index of the best placement: pods count normalised by the best, plus MostAllocated; ties at random
-    (one draw among the tied placements in order). Plain Python: there are few placements."""
-    best_pods = max(pods) or 1
-    totals = [p * MAX_SCORE // best_pods + m for p, m in zip(pods, most, strict=True)]
-    top = max(totals)
-    winners = [i for i, total in enumerate(totals) if total == top]
-    return winners[0] if len(winners) == 1 else winners[int(ev.rng.integers(len(winners)))]
+def choose(pods: Int64Array, most: Int64Array, ev: Evaluator) -> int:
+    """Index of the best placement: pods count normalised by the best, plus MostAllocated; ties at random."""
+    best_pods = int(pods.max()) or 1
+    totals = pods * MAX_SCORE // best_pods + most
+    winners = np.flatnonzero(totals == totals.max())
+    return int(winners[0] if winners.size == 1 else winners[ev.rng.integers(winners.size)])
 
 
 class _ClassRoom:
@@ -204,51 +193,74 @@ class _ClassRoom:
         return [max(room, 0), alloc[CPU], alloc[MEMORY], *snap.nonzero_used[:, col].tolist()]
 
 
-# A placement's score for a group of one class: (pods count, MostAllocated), None when infeasible
-Score = tuple[int, int] | None
+def _scores(sums: Int64Array, want: tuple[int, int, int, int, int]) -> tuple[Int64Array, Int64Array]:
+    """(pods count, MostAllocated) of the placements whose `_ClassRoom` sums are the columns of `sums`, for
+    `want` = (pending pods, pods already scheduled, pods needed, the class's cpu and memory as MostAllocated
+    counts them); pods count -1 where infeasible. Greedy placement fits min(pending, room); a placement is
+    feasible when it places a pod and reaches the count needed. MostAllocated as `most_allocated` computes
+    it over the placement, with the pods placed counted in."""
+    pending, scheduled, needed, cpu, mem = want
+    placed = np.minimum(pending, sums[0])
+    pods = scheduled + placed
+    pods[(placed <= 0) | (pods < needed)] = -1
+    allocs = sums[1:3]
+    used = sums[3:5] + placed * np.array([[cpu], [mem]], dtype=np.int64)
+    most = np.where(allocs > 0, np.minimum(used, allocs) * MAX_SCORE // np.maximum(allocs, 1), 0).sum(axis=0)
+    offered = (allocs > 0).sum(axis=0)  # as most_allocated: the average over the resources offered
+    most = np.where(offered > 0, most // np.maximum(offered, 1), 0)
+    return pods, most
 
 
-def _score(sums: list[int], want: tuple[int, int, int, int, int]) -> Score:
-    """The score of a placement whose `_ClassRoom` sums are `sums`, for `want` = (pending pods, pods already
-    scheduled, pods needed, the class's cpu and memory as MostAllocated counts them): greedy placement
-    fits min(pending, room); feasible when it places a pod and reaches the count needed. MostAllocated as
-    `most_allocated` computes it over the placement with the pods placed counted in."""
+def _score_one(sums: list[int], want: tuple[int, int, int, int, int]) -> tuple[int, int]:
+    """`_scores` of one placement in scalar code, the same integers: the few placements a group changed are
+    refreshed so, cheaper than a dozen numpy calls on one column."""
     room, alloc_cpu, alloc_mem, used_cpu, used_mem = sums
     pending, scheduled, needed, cpu, mem = want
     placed = min(pending, room)
-    if placed <= 0 or scheduled + placed < needed:
-        return None
-    most = placement_most(((used_cpu + placed * cpu, alloc_cpu), (used_mem + placed * mem, alloc_mem)))
-    return scheduled + placed, most
+    pods = scheduled + placed if placed > 0 and scheduled + placed >= needed else -1
+    total = offered = 0
+    for used, alloc in ((used_cpu + placed * cpu, alloc_cpu), (used_mem + placed * mem, alloc_mem)):
+        if alloc > 0:
+            offered += 1
+            total += min(used, alloc) * MAX_SCORE // alloc
+    return pods, total // offered if offered else 0
 
 
 class _KeptScores:
-    """`_score` of every column of a DomainSums of `_ClassRoom`, for one `want`: refreshed only on the
+    """`_scores` of every column of a DomainSums of `_ClassRoom`, for one `want`: refreshed only on the
     columns whose sums changed since (usually the one domain the previous group went to)."""
 
     def __init__(self, kept: DomainSums, want: tuple[int, int, int, int, int]) -> None:
         self.kept, self.want = kept, want
         self.rebuilds = -1
         self.synced = 0
-        self.scores: list[Score] = []
+        self.pods: Int64Array = np.zeros(0, dtype=np.int64)
+        self.most: Int64Array = np.zeros(0, dtype=np.int64)
 
-    def current(self) -> list[Score]:
-        kept, want = self.kept, self.want
+    def current(self) -> tuple[Int64Array, Int64Array]:
+        kept = self.kept
         if self.rebuilds != kept.rebuilds:
-            self.scores = [_score(column, want) for column in kept.sums.T.tolist()]
+            self.pods, self.most = _scores(kept.sums, self.want)
             self.rebuilds, self.synced = kept.rebuilds, len(kept.touched)
         elif self.synced < len(kept.touched):
-            for column in set(kept.touched[self.synced :]):
-                self.scores[column] = _score(kept.sums[:, column].tolist(), want)
+            touched = set(kept.touched[self.synced :])
+            if len(touched) <= domains.FEW:
+                for column in touched:
+                    self.pods[column], self.most[column] = _score_one(
+                        kept.sums[:, column].tolist(), self.want
+                    )
+            else:
+                columns = np.fromiter(touched, dtype=np.intp)
+                self.pods[columns], self.most[columns] = _scores(kept.sums[:, columns], self.want)
             self.synced = len(kept.touched)
-        return self.scores
+        return self.pods, self.most
 
 
 # Kept scores per DomainSums, for this many distinct groups' wants at most (then dropped and started over)
 _MAX_KEPT_SCORES = 8
 
 
-def _fast(ev: Evaluator, attempt: GroupAttempt, key: str, options: list[Placement]) -> tuple[list[int], ...]:
+def _fast(ev: Evaluator, attempt: GroupAttempt, key: str, options: list[Placement]) -> tuple[Int64Array, ...]:
     """(feasible option indexes, their pods counts, their MostAllocated) for a group of one class.
 
     With no parent placement the per-domain sums, and the scores from them, are kept by the evaluator, in
@@ -263,7 +275,6 @@ def _fast(ev: Evaluator, attempt: GroupAttempt, key: str, options: list[Placemen
         c.vec.nonzero_cpu,
         c.vec.nonzero_mem,
     )
-    scores: list[Score]
     if options[0].within is ev.labelled(key):  # every labelled node: the kept sums apply
         kept = ev.domain_sums(("placements", c.key), key, lambda: _ClassRoom(snap, c))
         kept.current()
@@ -272,29 +283,25 @@ def _fast(ev: Evaluator, attempt: GroupAttempt, key: str, options: list[Placemen
             if len(kept.derived) >= _MAX_KEPT_SCORES:
                 kept.derived.clear()
             kept_scores = kept.derived[want] = _KeptScores(kept, want)
-        scores = kept_scores.current()
+        pods, most = kept_scores.current()
         if options is not ev.root_placements.get(key):  # some of them (the members' domain)
-            scores = [scores[kept.column[p.code]] for p in options]
+            columns = np.array([kept.column[p.code] for p in options], dtype=np.intp)
+            pods, most = pods[columns], most[columns]
     else:
         perm, starts, _ = snap.domains(key)
         values = _ClassRoom(snap, c).many(np.arange(len(snap), dtype=np.intp)) * options[0].within
         # Exact int64 sums per label code (bincount would go through float64 and lose memory's low bits).
         option_codes = np.array([p.code for p in options], dtype=np.intp)
-        sums = np.add.reduceat(values[:, perm], starts, axis=1)[:, option_codes]
-        scores = [_score(column, want) for column in sums.T.tolist()]
-    index = [i for i, score in enumerate(scores) if score is not None]
-    feasible = [score for score in scores if score is not None]
-    return index, [pods for pods, _ in feasible], [most for _, most in feasible]
+        pods, most = _scores(np.add.reduceat(values[:, perm], starts, axis=1)[:, option_codes], want)
+    index = np.flatnonzero(pods >= 0)
+    return index, pods[index], most[index]
 
 
 def _full(
     ev: Evaluator, attempt: GroupAttempt, options: list[Placement]
-) -> tuple[list[int], list[int], list[int], GroupResult | None]:
+) -> tuple[Int64Array, Int64Array, Int64Array, GroupResult | None]:
     """Run the cycle in every placement (reverting each); also the first result, for the failure message."""
-    index: list[int] = []
-    pods: list[int] = []
-    most: list[int] = []
-    first: GroupResult | None = None
+    index, pods, most, first = [], [], [], None
     for i, p in enumerate(options):
         result = run_group_cycle(ev, attempt, p.nodes)
         first = first or result
@@ -303,7 +310,12 @@ def _full(
             pods.append(attempt.scheduled + len(result.placed))
             most.append(most_allocated(ev.snap, p.nodes))
             result.revert()
-    return index, pods, most, first
+    return (
+        np.array(index, dtype=np.int64),
+        np.array(pods, dtype=np.int64),
+        np.array(most, dtype=np.int64),
+        first,
+    )
 
 
 def placements_status(first_message: str, first_wrapped: bool, count: int) -> str:
@@ -379,10 +391,10 @@ def place_with_topology(
     if use_limit:
         keep = adaptive_placement_limit(len(options), len(snap))
         index, pods, most = index[:keep], pods[:keep], most[:keep]
-    if not index:
+    if index.size == 0:
         first = first or run_group_cycle(ev, attempt, options[0].nodes)  # failed: left nothing behind
         return first if first.none_placed else no_placement_fits(first, len(options))
-    best = options[index[choose(pods, most, ev)]]
+    best = options[int(index[choose(pods, most, ev)])]
     result = run_group_cycle(ev, attempt, best.nodes)
     if result.code == Code.SUCCESS:
         result.domain = best.value

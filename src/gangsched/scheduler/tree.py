@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .cycle import (
     GROUP_UNSCHEDULABLE,
     Code,
@@ -203,7 +205,9 @@ def evaluate(
     if not feasible:
         assert first is not None  # options is not empty
         return _no_placement_fits(node, first, len(options))
-    _, best = feasible[choose([p for p, _ in scores], [m for _, m in scores], ev)]
+    pods = np.array([p for p, _ in scores], dtype=np.int64)
+    most = np.array([m for _, m in scores], dtype=np.int64)
+    _, best = feasible[choose(pods, most, ev)]
     undo = [ev.reserve(pi, n) for pi, n in best.placed]
 
     def revert() -> None:
