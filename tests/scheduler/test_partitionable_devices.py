@@ -184,6 +184,30 @@ def test_a_pool_with_unknown_counters_is_invalid() -> None:
         )
 
 
+def test_a_device_name_twice_on_a_node_makes_its_pool_invalid_there() -> None:
+    """pools_incubating.go validateDeviceNames, over the slices of a pool that serve the node: two slices of
+    pool p1 on n1 both name d1, so p1 allocates nothing on n1 (another pool still does) and says why when
+    nothing else fits; the same name in slices serving different nodes is fine."""
+    twice = [
+        _node("n1"),
+        _slice("s1", "p1", [{"name": "d1"}], nodeName="n1", count=2),
+        _slice("s2", "p1", [{"name": "d1"}], nodeName="n1", count=2),
+    ]
+    with pytest.raises(AllocationError, match=_exactly("invalid resource pools were encountered")):
+        allocate(_catalog(*twice), [_claim("c", [_req()])], 0, set())
+    beside = _catalog(*twice, _slice("s3", "p2", [{"name": "d9"}], nodeName="n1"))
+    assert _devices(allocate(beside, [_claim("c", [_req()])], 0, set()) or []) == [[("r", "d9")]]
+    apart = _catalog(
+        _node("n1"),
+        _node("n2"),
+        _slice("s1", "p1", [{"name": "d1"}], nodeName="n1", count=2),
+        _slice("s2", "p1", [{"name": "d1"}], nodeName="n2", count=2),
+    )
+    assert _devices(allocate(apart, [_claim("c", [_req()])], 1, set()) or []) == [[("r", "d1")]]
+    want = simple_request(apart, [_claim("c", [_req()])])
+    assert want is not None and apart.use.free_per_node(want[0]) is None
+
+
 def test_all_mode_counts_every_device_against_the_counters() -> None:
     """all-devices-with-consumed-counters: `All` takes every matching device, and fails when their counters
     do not fit together."""

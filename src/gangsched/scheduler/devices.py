@@ -83,6 +83,7 @@ class _Pool:
     counters: dict[tuple[str, str], Fraction] = field(default_factory=dict)  # (set, counter) -> value
     consumers: dict[DeviceID, Consumption] = field(default_factory=dict)  # devices consuming counters
     invalid: str | None = None  # why no device of the pool is allocated (device_counters.counter_sets)
+    repeats: bool = False  # a device name appears in two of its slices (invalid where both serve a node)
 
 
 _Candidate = tuple[_Pool, _Slice, Any]  # a device with its pool and slice
@@ -152,6 +153,7 @@ class DeviceCatalog:
             pool.consumers = {
                 (sl.driver, sl.pool, d.name): consumption(d) for sl, d in devices if d.consumesCounters
             }
+            pool.repeats = len({d.name for _, d in devices}) < len(devices)
         self.pools = [pools[k] for k in sorted(pools)]
         self.taint_rules = [
             r.spec for r in store.list("DeviceTaintRule") if r.spec is not None and r.spec.taint is not None
@@ -179,7 +181,7 @@ class DeviceCatalog:
         """Devices a request with `want` can take (`usable`) with the one node each is on, when every such
         device is in a complete node-local pool; None otherwise (the allocator must look node by node)."""
         out: dict[DeviceID, int] = {}
-        if any(pool.invalid for pool in self.pools):
+        if any(pool.invalid or pool.repeats for pool in self.pools):
             return None  # a failed search there reports the invalid pool
         for pool in self.pools:
             for sl in pool.slices:
@@ -245,6 +247,19 @@ class DeviceCatalog:
             }
             self._on_node.setdefault(-1, [])
         return self._on_node.get(node, [])
+
+    def invalid_on(self, pool: _Pool, slices: list[_Slice]) -> str | None:
+        """Why the pool allocates nothing on a node that `slices` of it serve: its counters (`invalid`), or a
+        device name twice among those slices (pools_incubating.go buildPool, validateDeviceNames)."""
+        if pool.invalid is not None or not pool.repeats:
+            return pool.invalid
+        seen: set[str] = set()
+        for sl in slices:
+            for device in sl.obj.spec.devices or ():
+                if device.name in seen:
+                    return f"duplicate device name {device.name}"
+                seen.add(device.name)
+        return None
 
     def refused_on(self, node: int) -> bool:
         """Whether a device gangsched refuses (`refused`) serves `node`."""
@@ -578,6 +593,11 @@ class _Search:
             for sl in slices
             for device in (sl.obj.spec.devices or [])
         ]
+        self.invalid = {
+            (pool.driver, pool.name): reason
+            for pool, slices in catalog.on_node(node)
+            if (reason := catalog.invalid_on(pool, slices)) is not None
+        }
 
     def _fits_constraints(self, ci: int, alt: _Alternative, sl: _Slice, device: Any) -> bool:
         """matchAttribute: the devices of the named requests share the attribute's value; distinctAttribute
@@ -604,7 +624,11 @@ class _Search:
         capacity holds it (both as selectors: after the CEL selectors, isSelectable then
         CmpRequestOverCapacity)."""
         catalog, node = self.catalog, self.node
-        live = [(pool, sl, d) for pool, sl, d in self.devices if not pool.incomplete and not pool.invalid]
+        live = [
+            (pool, sl, d)
+            for pool, sl, d in self.devices
+            if not pool.incomplete and (pool.driver, pool.name) not in self.invalid
+        ]
         if alt.all_devices:
             matching = [(pool, sl, d) for pool, sl, d in live if catalog.selectors_match(alt.want[0], sl, d)]
         else:
@@ -627,7 +651,7 @@ class _Search:
                     f"request {alt.name}: asks for all devices, but resource pool "
                     f"{pool.driver}/{pool.name} is currently being updated"
                 )
-            if pool.invalid:
+            if (pool.driver, pool.name) in self.invalid:
                 raise AllocationError(
                     f"request {alt.name}: asks for all devices, but resource pool "
                     f"{pool.driver}/{pool.name} is currently invalid"
@@ -831,6 +855,6 @@ def allocate(
         what_if = _Search(catalog, claims, node, in_use, allow_refused=True)
         if what_if.solve() and what_if.refused_fields():
             raise AllocationError(refusal_message(what_if.refused_fields()))
-    if any(pool.invalid for pool, _ in catalog.on_node(node)):
+    if search.invalid:
         raise AllocationError("invalid resource pools were encountered")
     return None
