@@ -64,7 +64,7 @@ def test_kept_state_equals_a_fresh_computation_at_every_plan(
     seed: int, depth: int, fair: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     checked = {"plans": 0, "running": 0, "waiting": 0}
-    replan = Backfill._replan
+    replan = Backfill.replan
 
     def checking(self: Backfill, now: float) -> None:
         settings = self.settings
@@ -83,7 +83,7 @@ def test_kept_state_equals_a_fresh_computation_at_every_plan(
         checked["waiting"] += len(waiting) > 3
         replan(self, now)
 
-    monkeypatch.setattr(Backfill, "_replan", checking)
+    monkeypatch.setattr(Backfill, "replan", checking)
     backfill = BackfillSettings(depth=depth, fair_share=(("a", 2.0),) if fair else None)
     failures = FailurePlan(exit_per_h=1.0, node_per_h=0.2, node_repair_s=1800.0)
     options = SimOptions(policy="gang-backfill", backfill=backfill, failures=failures, seed=seed)

@@ -279,15 +279,9 @@ class Backfill:
     # --- the plan ------------------------------------------------------------------------------------------
     def replan(self, now: float) -> None:
         """Make the reservations afresh (step 1 of the module docstring) and record slips. The planner's
-        trial placements leave the scheduler's tie-breaking draws as they were, so that how often plans are
-        made changes no cycle's choice of node."""
-        draws = self.scheduler.rng.bit_generator.state
-        try:
-            self._replan(now)
-        finally:
-            self.scheduler.rng.bit_generator.state = draws
-
-    def _replan(self, now: float) -> None:
+        trial placements break ties with a generator of their own (plan.tie_breaker), never the
+        scheduler's, so that how often plans are made changes no cycle's choice of node, and a plan depends
+        only on what it reads."""
         s = self.settings
         settings = s.plan
         old = self.reservations

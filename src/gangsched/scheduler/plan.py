@@ -11,12 +11,19 @@ Reservations are whole nodes over [start, start + estimate), as Slurm's backfill
 (`_add_reservation` over node bitmaps): a node a reservation holds is not offered to anything that would
 still run when the reservation begins. Work that has overrun its estimate is expected to end any moment:
 at `now + resolution`. The snapshot is left exactly as found.
+
+Ties between equally good nodes in a trial placement are broken by a generator of the plan's own
+(`tie_breaker`), started afresh from the scheduler's seed and the root at each trial, never by the
+scheduler's: so the same root placed on the same snapshot takes the same nodes whenever the plan is made,
+and a plan is a function of what it reads (the running work, the roots before it, the nodes), not of how
+many plans or cycles came before it.
 """
 
 from __future__ import annotations
 
 import bisect
 import datetime as dt
+import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from operator import itemgetter
@@ -48,6 +55,7 @@ __all__ = [
     "root_estimate",
     "running_work",
     "started_at",
+    "tie_breaker",
 ]
 
 EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)  # the store's time 0 (store.EPOCH)
@@ -348,6 +356,15 @@ def running_work(
     return RunningIndex(scheduler, settings, history, estimates).get(now)
 
 
+def tie_breaker(seed: int, root: RootKey) -> np.random.Generator:
+    """The generator a plan's trial placements of `root` break ties with (kube-scheduler picks at random
+    among nodes that score the same; so does the cycle, from the scheduler's generator): seeded by the
+    scheduler's seed and the root's kind, namespace and name only. `earliest_start` starts it afresh for
+    each trial, so that a trial's choice of nodes depends on the snapshot and the node mask alone."""
+    kind, ns, name = root
+    return np.random.default_rng([seed, zlib.crc32(f"{kind}\0{ns}\0{name}".encode())])
+
+
 def _free_of(reservations: Iterable[Reservation], start: float, end: float, n: int) -> BoolArray:
     mask = np.ones(n, dtype=bool)
     for r in reservations:
@@ -420,9 +437,11 @@ def earliest_start(
     """The first time in [now, now + window] at which `place` fits the root around `reservations`, with the
     nodes it then takes; None if it fits at no such time (or only with work of unknown end gone).
 
-    Candidate times are now and the (rounded) expected ends of running work and of reservations. The
-    snapshot is left as found."""
+    Candidate times are now and the (rounded) expected ends of running work and of reservations. Ties are
+    broken by `tie_breaker`, started afresh at each trial; the scheduler's own generator is neither read nor
+    advanced. The snapshot is left as found."""
     snap = scheduler.snapshot()
+    ev = scheduler.evaluator()
     duration = estimate.seconds if estimate.seconds is not None else INFINITE
     horizon = now + settings.window
     ends = set(running.releases[running.releases < INFINITE].tolist())
@@ -432,6 +451,9 @@ def earliest_start(
     undo: list[Callable[[], None]] = []
     gone: list[RunningWork] = []
     next_work = 0
+    ties = tie_breaker(scheduler.seed, root)
+    fresh = ties.bit_generator.state
+    cycle_rng, ev.rng = ev.rng, ties
     try:
         for t in times[could].tolist():
             batch: list[PodKey] = []
@@ -443,6 +465,7 @@ def earliest_start(
                     gone.append(work)
             if batch:
                 undo.append(snap.remove_many(batch))
+            ties.bit_generator.state = fresh
             result = place(_free_of(reservations, t, t + duration, len(snap)))
             if result.code != Code.SUCCESS:
                 continue
@@ -454,6 +477,7 @@ def earliest_start(
             return Reservation(root, t, t + duration, nodes, domain, estimate, blockers, ahead)
         return None
     finally:
+        ev.rng = cycle_rng
         while undo:
             undo.pop()()
 

@@ -153,6 +153,7 @@ class Scheduler:
         self.store = store
         self.gates = gates
         self.profile = profile
+        self.seed = seed  # planners break their trial placements' ties from it (plan.tie_breaker)
         self.rng = _CycleRng(seed)
         self.clock: Callable[[], float] = store.clock  # one clock: a Timeline replaces both with its own
         self.queue = SchedulingQueue(
