@@ -288,3 +288,22 @@ def test_the_room_bound_counts_only_the_room_no_reservation_holds(monkeypatch: p
     assert unbounded.backfill.first_eta == scheduler.backfill.first_eta
     assert unbounded.backfill.slips == scheduler.backfill.slips == []
     assert (unbounded.skipped, unbounded.cycles - scheduler.cycles) == (0, 4)
+
+
+def test_work_ending_early_brings_the_reservation_forward() -> None:
+    """n1 runs A (4 GPUs, estimated to end at 1000, ends at 50), n2 runs B (4 GPUs, ends at 300 as estimated);
+    gang G (2 x 4 GPUs, 500 s) waits. At 0 G reserves n1 + n2 from 1020 (1000 on the 60 s grid). A ends
+    early at 50: the plan made then (due 30 s after the last) moves G's start to 300, when B ends. S (2
+    GPUs, 600 s) comes at 100: ending at 700 it would delay G, so it waits until G ends at 800 (with G's
+    start left at 1020 it would have been backfilled at 100, and G pushed to 700)."""
+    objects = [
+        node("n1"),
+        node("n2"),
+        pod("a", 4, on="n1", duration="1000"),
+        pod("b", 4, on="n2", duration="300"),
+        *gang("g", 2, 4, duration="500"),
+    ]
+    true = {"a": 50.0, "b": 300.0, "g-0": 500.0, "g-1": 500.0, "s": 600.0}
+    starts, scheduler = replay(objects, BACKFILL, true, arrivals=(100.0, [pod("s", 2, duration="600")]))
+    assert {k: starts[k] for k in ("g-0", "g-1", "s")} == {"g-0": 300.0, "g-1": 300.0, "s": 800.0}
+    assert scheduler.backfill.first_eta[("PodGroup", "default", "g")] == 1020.0

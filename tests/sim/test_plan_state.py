@@ -2,11 +2,13 @@
 bounds wake the roots they would wake reading every root.
 
 The planner keeps the running work (plan.RunningIndex, refreshed from the pods that changed), the waiting
-roots in sorted lists (waiting.py) and each namespace's usage (for fair share), rather than reading every
+roots in sorted lists (waiting.py), each namespace's usage and dominant share (for fair share), and the last
+plan's earliest starts (plan.EarliestStarts, reused while what they read stands), rather than reading every
 pod and root at every plan. At every plan of replays with gangs, members exiting and nodes failing (so pods
 end early, gangs lose members and nodes go), each must equal its definition computed from scratch:
 plan.running_work from the snapshot's placed pods, the waiting roots sorted by the order's key over every
-queued root with attempts, each namespace's usage summed over the placed pods.
+queued root with attempts, each namespace's usage summed over the placed pods, every reused earliest start
+plan.earliest_start run again; and a snapshot version seen again must name the same counts.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import numpy as np
 import pytest
 
 from gangsched.scheduler.backfill import Backfill, BackfillSettings
+from gangsched.scheduler.earliest_starts import EarliestStarts
 from gangsched.scheduler.hints import Fits, RoomWaiters
-from gangsched.scheduler.plan import Running, running_work
+from gangsched.scheduler.plan import Running, earliest_start, running_work
 from gangsched.sim import SimOptions, Simulation, Workload
 from gangsched.sim.failures import FailurePlan
 from gangsched.sim.inputs import GPU, gang_job, gpu_nodes
@@ -63,11 +66,16 @@ def _usage(backfill: Backfill) -> dict[str, list[int]]:
 def test_kept_state_equals_a_fresh_computation_at_every_plan(
     seed: int, depth: int, fair: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    checked = {"plans": 0, "running": 0, "waiting": 0}
-    replan = Backfill.replan
+    checked = {"plans": 0, "running": 0, "waiting": 0, "reused": 0}
+    replan, get = Backfill.replan, EarliestStarts.get
+    counts: dict[int, Any] = {}  # snapshot version -> what the snapshot counted then
 
     def checking(self: Backfill, now: float) -> None:
         settings = self.settings
+        snap = self.scheduler.snapshot()
+        seen = (id(snap), dict(snap.placed), dict(snap.nominated), len(snap.resources))
+        assert counts.setdefault(snap.version, seen) == seen or counts[snap.version][0] != id(snap)
+        counts[snap.version] = seen
         fresh = running_work(self.scheduler, now, settings.plan, self.history, {})
         assert _running(self.running(now)) == _running(fresh)
         kept = self._index().namespace_use()
@@ -81,9 +89,22 @@ def test_kept_state_equals_a_fresh_computation_at_every_plan(
         checked["plans"] += 1
         checked["running"] += bool(fresh.works)
         checked["waiting"] += len(waiting) > 3
+        if settings.fair_share is not None:
+            self._shares = None
+            afresh = self.dominant_shares()
+            assert shares == afresh
         replan(self, now)
 
+    def reuse_checked(self: EarliestStarts, *args: Any) -> Any:
+        reused = self.reused + self.partly
+        found = get(self, *args)
+        if self.reused + self.partly > reused:
+            assert found == earliest_start(*args[:8])
+            checked["reused"] += 1
+        return found
+
     monkeypatch.setattr(Backfill, "replan", checking)
+    monkeypatch.setattr(EarliestStarts, "get", reuse_checked)
     backfill = BackfillSettings(depth=depth, fair_share=(("a", 2.0),) if fair else None)
     failures = FailurePlan(exit_per_h=1.0, node_per_h=0.2, node_repair_s=1800.0)
     options = SimOptions(policy="gang-backfill", backfill=backfill, failures=failures, seed=seed)
@@ -91,6 +112,9 @@ def test_kept_state_equals_a_fresh_computation_at_every_plan(
     assert sum(r.end is not None for r in sim.runs) == 120  # every job ran to its end
     # The checks saw plans with work running and with more roots waiting than a limited order takes.
     assert checked["running"] >= 20 and checked["waiting"] >= 5, checked
+    # Earliest starts were reused (fair share plans at most every interval after any start or end, often
+    # with nothing changed in between; without it plans are made when something changed).
+    assert checked["reused"] >= (5 if fair else 0), checked
 
 
 def _walks(seed: int, depth: int, bounded: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], int]:

@@ -39,6 +39,7 @@ import numpy.typing as npt
 
 from ..store.change import Change
 from .backfill_settings import BackfillSettings
+from .earliest_starts import EarliestStarts
 from .estimates import Estimate, History, estimate_of, owner_of
 from .hints import Fits
 from .plan import (
@@ -48,7 +49,6 @@ from .plan import (
     Running,
     RunningIndex,
     RunningWork,
-    earliest_start,
     root_estimate,
     started_at,
 )
@@ -100,6 +100,10 @@ class Backfill:
     # running pod at every plan cost most of a plan.
     _running: RunningIndex | None = None
     _waiting: WaitingRoots = field(init=False)  # the roots a plan orders (waiting.py)
+    # The last plan's earliest starts, reused while nothing they read changed (earliest_starts.py).
+    _starts: EarliestStarts = field(default_factory=EarliestStarts)
+    # The last `dominant_shares`, with the snapshot and the running work's usage count it was read from.
+    _shares: tuple[Any, tuple[int, int], dict[str, float]] | None = None
 
     def __post_init__(self) -> None:
         self._waiting = WaitingRoots(self.scheduler.queue)
@@ -149,6 +153,7 @@ class Backfill:
         until the next plan, made before the next cycle (a node's update keeps the numbers)."""
         if self._running is not None:
             self._running.reset()
+        self._starts.objects_changed()
         if kind == "Node" and action != "update" and self.reservations:
             self.reservations = {}
             self.dirty = True
@@ -245,10 +250,16 @@ class Backfill:
         weights = dict(self.settings.fair_share or ())
         total = snap.alloc.sum(axis=1)
         # The running work's index holds these sums when every placed pod is running work (a replay);
-        # else (pods assumed but not bound yet, pods of no known root) they are counted here.
-        kept = self._index().namespace_use()
+        # else (pods assumed but not bound yet, pods of no known root) they are counted here. The shares
+        # from the index's sums are kept until they or the snapshot change.
+        index = self._index()
+        kept = index.namespace_use()
         used: dict[str, npt.NDArray[np.int64]] = {}
-        if kept is not None and all(len(u) >= len(total) for u in kept.values()):
+        from_index = kept is not None and all(len(u) >= len(total) for u in kept.values())
+        if from_index and kept is not None:
+            last = self._shares
+            if last is not None and last[0] is snap and last[1] == (index.usage_changes, len(total)):
+                return last[2]
             used = {ns: u[: len(total)] for ns, u in kept.items()}
         else:
             for (ns, _), (_, vec) in snap.placed.items():
@@ -258,11 +269,13 @@ class Backfill:
                         row_use[row] += v
         served = snap.dra_rows()  # devices, not allocatable: no capacity to share out
         offered = [row for row in range(len(total)) if total[row] > 0 and row != PODS and row not in served]
-        return {
+        shares = {
             ns: max((float(u[row]) / float(total[row]) for row in offered), default=0.0)
             / weights.get(ns, 1.0)
             for ns, u in used.items()
         }
+        self._shares = (snap, (index.usage_changes, len(total)), shares) if from_index else None
+        return shares
 
     def estimate(self, root: RootKey) -> Estimate:
         cached = self._estimates.get(root)
@@ -292,6 +305,7 @@ class Backfill:
         # Depth 0 keeps no reservation but still plans the head, so that its ETA is known (explain, and
         # ETA accuracy in a replay) under any policy.
         planned: set[RootKey] = set()
+        looked: list[RootKey] = []
         for queued in self.order(now, s.max_job_test):
             if s.depth is not None and len(planned) >= max(s.depth, 1):
                 break
@@ -300,8 +314,10 @@ class Backfill:
                 continue
             if running is None:
                 running = self.running(now)
-            r = earliest_start(
-                self.scheduler, queued.key, place, self.estimate(queued.key), running, held, now, settings
+            looked.append(queued.key)
+            estimate = self.estimate(queued.key)
+            r = self._starts.get(
+                self.scheduler, queued.key, place, estimate, running, held, now, settings, self._running
             )
             if r is None:
                 continue
@@ -320,6 +336,7 @@ class Backfill:
             held.append(r)
         self.reservations = {r.root: r for r in held}
         self._planned = planned
+        self._starts.forget_all_but(looked)
         self.planned_at, self.dirty, self.changed = now, False, False
         self._late.clear()
 

@@ -471,6 +471,11 @@ class Evaluator:
         """The pod's class, refreshed: static verdict (`static_ok`), vector (`vec`), fit and score."""
         return self._class(pi)
 
+    def static_class(self, pi: PodInfo) -> _Class:
+        """The pod's class for what does not move with the snapshot's usage (`static_ok`, `vec`): its fit
+        and score columns may be stale (`equivalence_class` refreshes them)."""
+        return self._classes.get(pi.signature) or self._class(pi)
+
     def room_for(self, pi: PodInfo, nodes: BoolArray | None = None) -> int:
         """How many pods like `pi` the free capacity could hold at once, over the nodes its static filters
         admit (and, when given, `nodes` allows: the candidates of a cycle): an upper bound on what any
@@ -478,7 +483,7 @@ class Evaluator:
 
         Every release asks it for each class waiting, so the per-node counts are kept and refreshed only on
         the nodes the snapshot's change log names since the last call (usually one or two)."""
-        c = self._classes.get(pi.signature) or self._class(pi)
+        c = self.static_class(pi)
         snap = self.snap
         changed = snap.changed
         room = self._rooms.get(c.key)

@@ -58,6 +58,7 @@ __all__ = [
     "tie_breaker",
 ]
 
+_LOG_LIMIT = 100_000  # RunningIndex.log starts over beyond this
 EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)  # the store's time 0 (store.EPOCH)
 
 
@@ -143,6 +144,7 @@ class Running:
     # Whether `now` shaped nothing here (every start known, no work overrun): then the same running pods
     # give the same Running at any later time before the first expected end (`still_valid`).
     timeless: bool = False
+    roots: frozenset[RootKey] = frozenset()  # the roots of `works`
 
     def still_valid(self, now: float) -> bool:
         """Would the same running pods at `now` give exactly this?"""
@@ -193,9 +195,15 @@ class RunningIndex:
         self._last: Running | None = None
         self._moved = True  # running pods changed since `_last` was assembled
         self._ns_use: dict[str, npt.NDArray[np.int64]] = {}  # every running pod's use, per namespace
+        self.usage_changes = 0  # bumped whenever `_ns_use` may have changed (readers cache what they derive)
+        # Every root refreshed, with the latest of its release before and after (INFINITE: none known), in
+        # the order refreshed; `log_generation` moves when the log starts over (a reset, or it grew long).
+        self.log: list[tuple[RootKey, float]] = []
+        self.log_generation = 0
         # Roots whose start is known by (expected end, root): the order of a plan's running work, kept
         # sorted as roots change; the others start "now" at each plan.
         self._by_end: list[tuple[float, RootKey]] = []
+        self._in_order: list[_RunningRoot] = []  # the entries of `_by_end`, in its order
         self._startless: dict[RootKey, None] = {}
 
     def pod_changed(self, key: PodKey) -> None:
@@ -224,6 +232,13 @@ class RunningIndex:
         self._last, self._moved = self._assemble(now), False
         return self._last
 
+    def counts_running_only(self) -> bool:
+        """Whether the snapshot counts the running pods here and nothing else (no pod of another kind
+        placed, none nominated): then what it counts changes only as the running work does."""
+        self._sync()
+        snap = self._snap
+        return snap is not None and not snap.nominated and len(self._root_of) == len(snap.placed)
+
     def namespace_use(self) -> dict[str, npt.NDArray[np.int64]] | None:
         """What each namespace's placed pods hold, per resource row, when every pod the snapshot counts is
         a running pod here (else None: the caller must count the snapshot's pods itself)."""
@@ -245,7 +260,11 @@ class RunningIndex:
             self._roots.clear()
             self._dirty.clear()
             self._ns_use = {}
+            self.usage_changes += 1
+            self.log.clear()
+            self.log_generation += 1
             self._by_end.clear()
+            self._in_order.clear()
             self._startless.clear()
             keys: Iterable[PodKey] = list(snap.placed)  # the placed pods only: the pending can be many more
         else:
@@ -271,14 +290,23 @@ class RunningIndex:
         entry = self._roots.get(root)
         if entry is None:
             return
+        self.usage_changes += 1
+        if len(self.log) > _LOG_LIMIT:
+            self.log.clear()
+            self.log_generation += 1
+        # Its release before: none if it is new here, unknown (INFINITE) if its start was unknown.
+        released = (
+            entry.release if entry.work is not None else INFINITE if root in self._startless else -INFINITE
+        )
         for ns, use in entry.ns_use.items():
             self._ns_use[ns] -= use
         if entry.work is not None:
             i = bisect.bisect_left(self._by_end, (entry.work.end, root))
-            del self._by_end[i]
+            del self._by_end[i], self._in_order[i]
         self._startless.pop(root, None)
         if not entry.pods:
             del self._roots[root]
+            self.log.append((root, released))
             return
         estimate = self.estimates.get(root)
         if estimate is None:
@@ -304,19 +332,24 @@ class RunningIndex:
             end = start + estimate.seconds if estimate.seconds is not None else INFINITE
             entry.work = RunningWork(root, tuple(entry.pods), entry.nodes, start, end, estimate)
             entry.release = self.settings.round_up(end)
-            bisect.insort(self._by_end, (end, root))
+            i = bisect.bisect_left(self._by_end, (end, root))
+            self._by_end.insert(i, (end, root))
+            self._in_order.insert(i, entry)
         else:
             self._startless[root] = None
+        self.log.append((root, max(released, entry.release) if entry.work is not None else INFINITE))
 
     def _assemble(self, now: float) -> Running:
         roots, by_end = self._roots, self._by_end
         overrun = bisect.bisect_right(by_end, now, key=itemgetter(0))  # expected to have ended by now
-        works: list[tuple[RunningWork, float, _RunningRoot]]
+        rows = len(self._snap.resources) if self._snap is not None else 0
         timeless = not overrun and not self._startless
         if timeless:  # kept in order already
-            works = [(entry.work, entry.release, entry) for _, root in by_end if (entry := roots[root]).work]
+            entries = self._in_order
+            works = [e.work for e in entries if e.work is not None]
+            releases = [e.release for e in entries]
         else:
-            works = [(e.work, e.release, e) for _, root in by_end[overrun:] if (e := roots[root]).work]
+            kept = [(e.work, e.release, e) for e in self._in_order[overrun:] if e.work is not None]
             late = [root for _, root in by_end[:overrun]] + list(self._startless)
             for root in late:
                 entry = roots[root]
@@ -327,18 +360,23 @@ class RunningIndex:
                     work = RunningWork(root, tuple(entry.pods), entry.nodes, now, end, entry.estimate)
                 if work.end <= now:  # overrun: expected to end any moment now
                     work = replace(work, end=now + self.settings.resolution, overrun=True)
-                works.append((work, self.settings.round_up(work.end), entry))
-            works.sort(key=lambda w: (w[0].end, w[0].root))
-        rows = len(self._snap.resources) if self._snap is not None else 0
+                kept.append((work, self.settings.round_up(work.end), entry))
+            kept.sort(key=lambda w: (w[0].end, w[0].root))
+            works, releases, entries = (
+                [w for w, _, _ in kept],
+                [r for _, r, _ in kept],
+                [e for _, _, e in kept],
+            )
         return Running(
-            [w for w, _, _ in works],
-            np.array([r for _, r, _ in works], dtype=np.float64),
-            np.repeat(np.arange(len(works), dtype=np.intp), [len(e.pods) for _, _, e in works]),
-            np.concatenate([e.pod_node for _, _, e in works]) if works else np.zeros(0, dtype=np.intp),
-            np.concatenate([e.pod_use for _, _, e in works], axis=1)
-            if works
+            works,
+            np.array(releases, dtype=np.float64),
+            np.repeat(np.arange(len(works), dtype=np.intp), [len(e.pods) for e in entries]),
+            np.concatenate([e.pod_node for e in entries]) if entries else np.zeros(0, dtype=np.intp),
+            np.concatenate([e.pod_use for e in entries], axis=1)
+            if entries
             else np.zeros((rows, 0), dtype=np.int64),
             timeless,
+            frozenset(roots),
         )
 
 
@@ -390,13 +428,13 @@ def _could_fit(
         return out
     ev = scheduler.evaluator()
     snap = ev.snap
-    c = ev.equivalence_class(place.pods[0])
+    c = ev.static_class(place.pods[0])  # its static verdict and vector: the usage is counted here
     rows = [row for row, _ in c.vec.rows]
     n_times, n_nodes = len(times), len(snap)
     # Usage each pod gives back, at the first candidate time at or after its work's end.
     work_k = np.searchsorted(times, running.releases, side="left")
-    own = np.array([w.root == root for w in running.works], dtype=bool)
-    work_k[own] = n_times
+    if root in running.roots:  # its own running pods give nothing back to it
+        work_k[[i for i, w in enumerate(running.works) if w.root == root]] = n_times
     pod_k = work_k[running.pod_work] if len(running.pod_work) else np.zeros(0, dtype=np.intp)
     valid = pod_k < n_times
     free = np.zeros((n_times, len(rows), n_nodes), dtype=np.int64)
@@ -433,9 +471,13 @@ def earliest_start(
     reservations: Sequence[Reservation],
     now: float,
     settings: PlanSettings,
+    *,
+    after: float = -INFINITE,
+    until: float = INFINITE,
 ) -> Reservation | None:
     """The first time in [now, now + window] at which `place` fits the root around `reservations`, with the
-    nodes it then takes; None if it fits at no such time (or only with work of unknown end gone).
+    nodes it then takes; None if it fits at no such time (or only with work of unknown end gone). With
+    `after` / `until`, only the candidate times in (after, until] are tried (EarliestStarts).
 
     Candidate times are now and the (rounded) expected ends of running work and of reservations. Ties are
     broken by `tie_breaker`, started afresh at each trial; the scheduler's own generator is neither read nor
@@ -444,10 +486,15 @@ def earliest_start(
     ev = scheduler.evaluator()
     duration = estimate.seconds if estimate.seconds is not None else INFINITE
     horizon = now + settings.window
-    ends = set(running.releases[running.releases < INFINITE].tolist())
-    ends |= {settings.round_up(r.end) for r in reservations if r.end < INFINITE}
-    times = np.array(sorted(t for t in ends | {now} if now <= t <= horizon), dtype=np.float64)
+    ends = [settings.round_up(r.end) for r in reservations if r.end < INFINITE]
+    times = np.unique(np.concatenate([running.releases, np.array([now, *ends], dtype=np.float64)]))
+    times = times[
+        (times >= now) & (times <= horizon) & (times < INFINITE) & (times > after) & (times <= until)
+    ]
     could = _could_fit(scheduler, root, place, times, running, reservations, duration)
+    tried = times[could].tolist()
+    if not tried:
+        return None
     undo: list[Callable[[], None]] = []
     gone: list[RunningWork] = []
     next_work = 0
@@ -455,14 +502,14 @@ def earliest_start(
     fresh = ties.bit_generator.state
     cycle_rng, ev.rng = ev.rng, ties
     try:
-        for t in times[could].tolist():
+        for t in tried:
             batch: list[PodKey] = []
-            while next_work < len(running.works) and running.releases[next_work] <= t:
-                work = running.works[next_work]
-                next_work += 1
+            released = int(np.searchsorted(running.releases, t, side="right"))  # releases are in order
+            for work in running.works[next_work:released]:
                 if work.root != root:
                     batch.extend(work.pods)
                     gone.append(work)
+            next_work = max(next_work, released)
             if batch:
                 undo.append(snap.remove_many(batch))
             ties.bit_generator.state = fresh

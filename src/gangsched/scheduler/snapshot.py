@@ -11,6 +11,11 @@ label selectors, affinity terms: `podcounts.py`) can follow the same way. Both l
 (`clear_logs`), which bumps `generation` so that every follower starts over.
 `place` returns its undo, as upstream's AssumeAndReserveInSnapshot returns a revert function.
 
+`version` names what the snapshot counts (pods placed and nominated, resource rows): every change gives a
+new one, and an undo made while nothing else changed since its change gives the old one back, so a trial
+placement that was reverted leaves the version as it found it. Equal versions of one snapshot mean equal
+counts: planners reuse what they computed while the version stands (earliest_starts.py).
+
 Pods nominated to a node by preemption (upstream's nominator) are kept apart from `used`: they hold room only
 in the filters of pods of equal or lower priority (`held_for`), one (resources x nodes) array per priority
 level, so a pod's check costs a sum over the levels at or above its own, not a pass over pods. Placing a
@@ -97,6 +102,8 @@ class Snapshot:
 
     def __init__(self, nodes: Iterable[Any], dra_resources: Iterable[str] = ()) -> None:
         nodes = list(nodes)
+        self.version = 0  # what the snapshot counts (module docstring)
+        self._versions = 0  # versions handed out
         self.dra_resources = frozenset(dra_resources)
         self._dra_served: dict[int, BoolArray] = {}  # row -> nodes where DRA serves the resource
         self.node_names: list[str] = [n.metadata.name for n in nodes]
@@ -142,6 +149,21 @@ class Snapshot:
         self._held_pods: dict[int, int] = {}  # priority -> how many pods are nominated at that priority
         self._held_for: dict[int, tuple[npt.NDArray[np.intp], Int64Array]] = {}  # cache of held_for
 
+    # --- versions ----------------------------------------------------------------------------------------
+    def _new_version(self) -> int:
+        self._versions += 1
+        self.version = self._versions
+        return self.version
+
+    def _undone(self, before: int, after: int, lifo: bool) -> None:
+        """An undo of the change from version `before` to `after` is done: the version is `before` again
+        when nothing else had changed since (`lifo`: the version was `after` when the undo began; the counts
+        are then those of `before`), else a new one."""
+        if lifo:
+            self.version = before
+        else:
+            self._new_version()
+
     # --- resources -------------------------------------------------------------------------------------
     def _row(self, resource: str, grow: bool = True) -> int:
         row = self.rindex.get(resource)
@@ -157,6 +179,7 @@ class Snapshot:
                 self._held_for.clear()
                 if resource in self.dra_resources:
                     self._serve_by_dra(row)
+                self._new_version()
         return row
 
     def _serve_by_dra(self, row: int) -> None:
@@ -277,6 +300,7 @@ class Snapshot:
         self._held_pods[priority] = self._held_pods.get(priority, 0) + 1
         self.nominated[key] = (node, vec, priority)
         self._held_for.clear()
+        self._new_version()
 
     def unnominate(self, key: tuple[str, str]) -> tuple[int, PodVector, int] | None:
         """Drop `key`'s nomination; returns what it was (None if it had none)."""
@@ -291,6 +315,7 @@ class Snapshot:
         if not self._held_pods[priority]:
             del self._held[priority], self._held_pods[priority]
         self._held_for.clear()
+        self._new_version()
         return entry
 
     def held_for(
@@ -341,6 +366,7 @@ class Snapshot:
     ) -> Callable[[], None]:
         """Count `key` on `node` (with its `traits`, or those it was placed with before), ending its
         nomination as upstream's assume does; returns the undo, which gives the nomination back."""
+        before = self.version
         if traits is not None:
             self.traits[key] = traits
         nomination = self.unnominate(key) if self.nominated else None
@@ -351,11 +377,14 @@ class Snapshot:
         self.nonzero_used[1, node] += vec.nonzero_mem
         self.placed[key] = (node, vec)
         self.changed.append(node)
+        after = self._new_version()
 
         def undo() -> None:
+            lifo = self.version == after
             self.remove(key)
             if nomination is not None:
                 self.nominate(key, *nomination)
+            self._undone(before, after, lifo)
 
         return undo
 
@@ -365,15 +394,19 @@ class Snapshot:
         if entry is None:
             return lambda: None
         node, vec = entry
+        before = self.version
         self._log_pod(key, node, -1)
         for row, v in vec.rows:
             self.used[row, node] -= v
         self.nonzero_used[0, node] -= vec.nonzero_cpu
         self.nonzero_used[1, node] -= vec.nonzero_mem
         self.changed.append(node)
+        after = self._new_version()
 
         def undo() -> None:
+            lifo = self.version == after
             self.place(key, node, vec)
+            self._undone(before, after, lifo)
 
         return undo
 
@@ -384,15 +417,21 @@ class Snapshot:
         arithmetic is done per distinct vector with one bincount over nodes rather than per pod.
         """
         entries = {key: entry for key in keys if (entry := self.placed.pop(key, None)) is not None}
+        if not entries:
+            return lambda: None
+        before = self.version
         for key, (node, _) in entries.items():
             self._log_pod(key, node, -1)
         self._shift(entries, -1)
+        after = self._new_version()
 
         def undo() -> None:
+            lifo = self.version == after
             self.placed.update(entries)
             for key, (node, _) in entries.items():
                 self._log_pod(key, node, 1)
             self._shift(entries, 1)
+            self._undone(before, after, lifo)
 
         return undo
 

@@ -1,0 +1,242 @@
+"""A plan's earliest starts, reused by the next plan while what they read stands (`EarliestStarts`).
+
+Backfill plans often: fair share at most every `interval` after any start or end, depth N whenever a planned
+root starts. Most of those plans find the same earliest start for the same root, and finding it (the
+running work's arrays, the capacity over every candidate time, a trial placement with the work released by
+then taken out) was most of a plan. A plan is a function of what it reads (plan.tie_breaker), so an answer
+that must come out the same is taken over rather than computed again.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .backfill_settings import INFINITE, PlanSettings
+from .estimates import Estimate
+from .plan import Reservation, Running, RunningIndex, earliest_start
+from .queue import RootKey
+
+if TYPE_CHECKING:
+    from .scheduler import Placer, Scheduler
+    from .snapshot import Snapshot
+
+__all__ = ["EarliestStarts"]
+
+
+@dataclass(slots=True)
+class _Found:
+    """What one `earliest_start` read (beside the time) and what it found."""
+
+    snap: Snapshot
+    version: int  # the snapshot's
+    objects: int  # EarliestStarts.objects
+    running: Running
+    placer: tuple[Any, ...]
+    estimate: Estimate
+    held: tuple[Reservation, ...]
+    settings: PlanSettings
+    now: float
+    found: Reservation | None
+    log: tuple[int, int] | None  # (generation, length) of the RunningIndex log; None: not only running work
+
+
+def _moved_to(
+    found: Reservation, root: RootKey, running: Running, held: Sequence[Reservation], now: float
+) -> Reservation:
+    """An earlier answer, with what it says of the work and reservations in its way read again from now:
+    the running work released by its start on its nodes (in order), the reservations it overlaps from now."""
+    released = int(np.searchsorted(running.releases, found.start, side="right"))
+    blockers = tuple(w for w in running.works[:released] if w.root != root and w.nodes & found.nodes)
+    ahead = tuple(r.root for r in held if r.holds(now, found.end))
+    return replace(found, blockers=blockers, ahead=ahead)
+
+
+def _placer_reads(place: Placer) -> tuple[Any, ...]:
+    """What a trial placement reads of the root itself, beside the snapshot and the objects other than
+    pods: its pods (each as the scheduler holds it: a pod updated or relabelled is a new object there) and
+    what the placer was told (compared by identity and value: see `EarliestStarts.get`)."""
+    pods = tuple(x for pi in place.pods for x in (pi, pi.pod, pi.traits))
+    return (place.needs, place.topology_key, place.fixed_domains, place.tree, pods)
+
+
+def _same_placer(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+    return a[:4] == b[:4] and len(a[4]) == len(b[4]) and all(map(operator.is_, a[4], b[4]))
+
+
+class EarliestStarts:
+    """The earliest starts a plan found, reused by the next plan while nothing they read has changed: a
+    plan is a function of what it reads (the trial placements' ties are the root's own: `tie_breaker`), so
+    a root's earliest start is computed again only when the snapshot's counts (`Snapshot.version`), the
+    objects other than pods (`objects_changed`), the running work, the root's pods, its estimate or the
+    reservations before it changed, or the time moved past what the answer depends on.
+
+    Time: with the same running work (the same `Running`, valid only before the first expected end) no
+    work is released between the two plans, so the new plan's candidate times are the old ones from `now`
+    on, plus `now` itself, where the snapshot is the one the old plan tried first. So the old answer stands
+    if it lay after `now` (or there was none) and the reservations before the root hold the same nodes over
+    [now, now + its run) as over the old plan's first interval (then the trial at `now` is the old plan's
+    first trial, which failed); with a bounded window, later candidates come into it: never reused. Roots
+    whose pods use claims are always planned afresh (the claims stage's allocations are not in the
+    snapshot's counts).
+
+    Running work that changed (started, ended, lost pods) changes the snapshot only until it is released:
+    with T the latest release, before or after the change, of every root the RunningIndex refreshed since
+    the old answer (the root itself not among them), at least `now`, what the snapshot holds at any
+    candidate time after T is what the old plan saw then, and those candidates are the old ones. So only
+    the candidates up to T are tried afresh (`earliest_start(..., until=T)`); if none fits, the old answer
+    stands when it lay after T (its blockers and the reservations ahead read again), else the search goes
+    on after T. This needs the snapshot to count the running work and nothing else at both plans
+    (`RunningIndex.counts_running_only`): a replay, where fair share replans every `interval` after each
+    start or end, mostly around short work that ends long before the head's reservation.
+    `tests/sim/test_plan_state.py` checks every reused answer against `earliest_start` run again. Not
+    thread-safe; owned by one planner."""
+
+    def __init__(self) -> None:
+        self.objects = 0  # bumped whenever an object other than a pod changes
+        self.reused = 0  # answers reused whole
+        self.partly = 0  # answers tried afresh only up to the latest release of the work that changed
+        self._found: dict[RootKey, _Found] = {}
+
+    def objects_changed(self) -> None:
+        self.objects += 1
+
+    def forget_all_but(self, roots: Iterable[RootKey]) -> None:
+        """Keep only the answers for `roots` (those of the last plan)."""
+        keep = set(roots)
+        self._found = {k: f for k, f in self._found.items() if k in keep}
+
+    def get(
+        self,
+        scheduler: Scheduler,
+        root: RootKey,
+        place: Placer,
+        estimate: Estimate,
+        running: Running,
+        held: Sequence[Reservation],
+        now: float,
+        settings: PlanSettings,
+        index: RunningIndex | None = None,
+    ) -> Reservation | None:
+        """`earliest_start` of the root, reused when it must be the same; `index` is the RunningIndex that
+        gave `running` (without it only unchanged answers are reused)."""
+        snap = scheduler.snapshot()
+        reads = _placer_reads(place)
+        before = self._found.get(root)
+        if before is not None and self._stands(before, snap, running, reads, estimate, held, now, settings):
+            self.reused += 1
+            found = before.found
+            if found is None:
+                return None
+            ahead = tuple(r.root for r in held if r.holds(now, found.end))
+            return found if ahead == found.ahead else replace(found, ahead=ahead)
+        found = None
+        since = self._changed_until(before, root, snap, running, reads, estimate, held, now, settings, index)
+        if before is not None and since is not None:
+            # Only the work refreshed since, all released by `since`, changed: the candidates up to `since`
+            # are tried afresh, the old answer stands beyond it.
+            self.partly += 1
+            found = earliest_start(
+                scheduler, root, place, estimate, running, held, now, settings, until=since
+            )
+            if found is None and before.found is not None and before.found.start > since:
+                found = _moved_to(before.found, root, running, held, now)
+            elif found is None and before.found is not None:
+                found = earliest_start(
+                    scheduler, root, place, estimate, running, held, now, settings, after=since
+                )
+        else:
+            found = earliest_start(scheduler, root, place, estimate, running, held, now, settings)
+        if not any(pi.claims for pi in place.pods):
+            log = None
+            if index is not None and running.timeless and index.counts_running_only():
+                log = (index.log_generation, len(index.log))
+            self._found[root] = _Found(
+                snap,
+                snap.version,
+                self.objects,
+                running,
+                reads,
+                estimate,
+                tuple(held),
+                settings,
+                now,
+                found,
+                log,
+            )
+        else:
+            self._found.pop(root, None)
+        return found
+
+    def _changed_until(
+        self,
+        before: _Found | None,
+        root: RootKey,
+        snap: Snapshot,
+        running: Running,
+        reads: tuple[Any, ...],
+        estimate: Estimate,
+        held: Sequence[Reservation],
+        now: float,
+        settings: PlanSettings,
+        index: RunningIndex | None,
+    ) -> float | None:
+        """When the old answer was found with the snapshot counting running work only, and since then only
+        running work changed (no other pod, object or setting; the root itself not running): the latest
+        release, before or after, of the work that changed, at least `now`. Beyond it every candidate time
+        and what the snapshot holds then are as the old plan saw them. None when that does not apply."""
+        if (
+            before is None
+            or index is None
+            or before.log is None
+            or before.log[0] != index.log_generation
+            or not running.timeless
+            or not (before.snap is snap and before.objects == self.objects)
+            or not (before.settings == settings and math.isinf(settings.window) and before.now <= now)
+            or before.estimate != estimate
+            or not _same_placer(before.placer, reads)
+            or len(before.held) != len(held)
+            or not all(a == b for a, b in zip(before.held, held, strict=True))
+            or not index.counts_running_only()
+        ):
+            return None
+        since = now
+        for changed, released in index.log[before.log[1] :]:
+            if changed == root or released >= INFINITE:
+                return None
+            since = max(since, released)
+        return since
+
+    def _stands(
+        self,
+        before: _Found,
+        snap: Snapshot,
+        running: Running,
+        reads: tuple[Any, ...],
+        estimate: Estimate,
+        held: Sequence[Reservation],
+        now: float,
+        settings: PlanSettings,
+    ) -> bool:
+        if not (
+            before.snap is snap
+            and before.version == snap.version
+            and before.objects == self.objects
+            and before.running is running
+            and before.settings == settings
+            and math.isinf(settings.window)
+            and before.now <= now
+            and (before.found is None or before.found.start > now)
+            and before.estimate == estimate
+            and _same_placer(before.placer, reads)
+            and len(before.held) == len(held)
+            and all(a == b for a, b in zip(before.held, held, strict=True))
+        ):
+            return False
+        duration = estimate.seconds if estimate.seconds is not None else INFINITE
+        return all(r.holds(now, now + duration) == r.holds(before.now, before.now + duration) for r in held)
