@@ -1,21 +1,28 @@
 """The `gangsched` console script (gangsched.entry) pauses the cyclic GC only while it imports the CLI: the
-command runs with the collector on (even if the caller had turned it off), its exit status passed on."""
+command runs with the collector on (even if the caller had turned it off), its exit status passed on. It tells
+the command that the process is its own: `schedule` then ends it as soon as its output is flushed, with the
+same output and exit status as when the CLI runs in-process, where it returns."""
 
 from __future__ import annotations
 
 import gc
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 import gangsched.cli
 from gangsched import entry
+
+EXAMPLE = str(Path(__file__).parent.parent / "examples" / "eight-gpu")
 
 
 def test_the_command_runs_with_the_collector_back_on(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[bool] = []
 
-    def command() -> None:
+    def command(**_context: object) -> None:
         seen.append(gc.isenabled())
         sys.exit(3)
 
@@ -28,3 +35,21 @@ def test_the_command_runs_with_the_collector_back_on(monkeypatch: pytest.MonkeyP
         gc.enable()
     assert exited.value.code == 3
     assert seen == [True]
+
+
+@pytest.mark.parametrize("output", ["json", "yaml", "table"])
+def test_schedule_in_its_own_process_prints_what_it_prints_in_process(output: str) -> None:
+    args = ["schedule", "-f", EXAMPLE, "-o", output]
+    in_process = CliRunner().invoke(gangsched.cli.main, args)
+    assert in_process.exit_code == 0, in_process.output
+    command = (  # an atexit hook tells whether the interpreter's teardown ran after the command
+        "import atexit, sys; atexit.register(lambda: sys.stderr.write('torn down'));"
+        "from gangsched.entry import main; sys.argv[0] = 'gangsched'; main()"
+    )
+    own = subprocess.run(
+        [sys.executable, "-c", command, *args], capture_output=True, text=True, env={"COLUMNS": "80"}
+    )
+    assert own.returncode == 0, own.stderr
+    assert own.stderr == ""  # ended by the command, not torn down
+    assert own.stdout == in_process.output
+    assert "gpu-node" in own.stdout  # the bindings, not an empty output twice

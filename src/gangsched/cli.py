@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import json
 import math
+import os
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -178,6 +179,23 @@ def backfill_options(f: Any) -> Any:
     return f
 
 
+# click's context object when the `gangsched` console script (entry.py) runs a command: the process is then
+# the command's alone, never a test's or another program's that invoked the CLI in-process.
+OWNS_PROCESS = "owns-process"
+
+
+def _end_owned_process() -> None:
+    """End the process now, with the output flushed, when the console script runs the command: the
+    interpreter's teardown would only free what the run built (the scheduler's pods, snapshot and queue),
+    0.02-0.03 s of CPU for 3,000 pods. No atexit handler runs; `schedule` registers none. In-process
+    (tests, CliRunner) nothing happens and the command returns."""
+    obj = click.get_current_context().obj
+    if isinstance(obj, dict) and obj.get(OWNS_PROCESS):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="gangsched")
 def main() -> None:
@@ -278,6 +296,7 @@ def schedule(
         from rich.console import Console
 
         Console().print(as_table(store))
+    _end_owned_process()
 
 
 _KINDS = {"pod": "Pod", "podgroup": "PodGroup", "pg": "PodGroup", "compositepodgroup": "CompositePodGroup"}
