@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from gangsched.scheduler import hints
 from gangsched.scheduler.backfill import Backfill, BackfillSettings
 from gangsched.scheduler.earliest_starts import EarliestStarts
 from gangsched.scheduler.hints import Fits, RoomWaiters
@@ -168,3 +169,38 @@ def test_release_walks_bounded_by_estimates_wake_the_same_roots(
     bounded, asked = _walks(seed, depth, True, monkeypatch)
     assert bounded == every
     assert asked < asked_all
+
+
+@pytest.mark.parametrize(("seed", "depth"), [(5, 1), (6, 4)])
+def test_the_bands_of_waiting_roots_are_the_live_entries_at_every_walk(
+    seed: int, depth: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """hints.py keeps each class's waiting roots in lists by (need, estimate band) for walks bounded by
+    estimates: before every walk, they must hold exactly the live entries (each root's latest), grouped by
+    its need and the band of its estimate, each list in queue order, and every band's lower end at most the
+    estimates it holds."""
+    checked = {"walks": 0, "entries": 0}
+    wake_class = RoomWaiters._wake_class
+
+    def checking(self: RoomWaiters, cls: Any, *args: Any, **kwargs: Any) -> Any:
+        for signature, waiting in self._classes.items():
+            expected: dict[tuple[int, float], list[Any]] = {}
+            for root, (c, seq, need, estimate, entry) in self._entry.items():
+                if c == signature:
+                    assert entry[1:4] == (seq, root, need)
+                    assert hints._band_start(hints._band(estimate)) <= estimate
+                    expected.setdefault((need, hints._band(estimate)), []).append(entry)
+            assert waiting.bands == {k: sorted(v) for k, v in expected.items()}
+            assert waiting.live == sum(len(v) for v in expected.values())
+            checked["entries"] += waiting.live
+        checked["walks"] += 1
+        return wake_class(self, cls, *args, **kwargs)
+
+    monkeypatch.setattr(RoomWaiters, "_wake_class", checking)
+    failures = FailurePlan(exit_per_h=1.0, node_per_h=0.2, node_repair_s=1800.0)
+    options = SimOptions(
+        policy="gang-backfill", backfill=BackfillSettings(depth=depth), failures=failures, seed=seed
+    )
+    sim = Simulation(Workload(gpu_nodes(4, 8), _jobs(seed)), options).run()
+    assert sum(r.end is not None for r in sim.runs) == 120
+    assert checked["walks"] >= 50 and checked["entries"] >= 200, checked

@@ -22,8 +22,11 @@ reserved node would wake the whole backlog that fits the free room, one skipped 
 With weeks of work waiting, nearly every root is refused (it would still run when a reservation starts),
 so the walk would still read the whole backlog at each release. When the planner also says how long a root
 may be expected to run and still be let through (`Fits.longest`) and the index knows each root's estimate
-(`estimate`), the walk counts beforehand the roots of the class that could be let through (estimate within
-that bound, or a reservation of their own) and stops once it has met them all: the same roots are woken.
+(`estimate`), only the roots of the class that could be let through (estimate within that bound, or a
+reservation of their own) are read at all: each class keeps its roots in lists by (need, estimate band),
+each in queue order, and the walk merges, in queue order, the lists whose need the room could hold and whose
+band starts within the bound, passing over the few roots of the last band that run longer. The same roots
+are woken in the same order as by a walk over every root, since the planner refuses all the others.
 
 
 Contract: not thread-safe; owned by one Scheduler. Entries leave when woken or forgotten.
@@ -32,9 +35,10 @@ Contract: not thread-safe; owned by one Scheduler. Entries leave when woken or f
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 from collections import Counter
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from .podinfo import PodInfo
@@ -64,14 +68,34 @@ class RoomNeed:
     need: int
 
 
+_Entry = tuple[SortKey, int, RootKey, int, int]  # (queue order, seq, root, need, epoch it entered)
+_BANDS_PER_DOUBLING = 4  # estimate bands a quarter of a doubling wide: few roots of a band run longer
+
+
+def _band(estimate: float) -> float:
+    """The estimate band of a root (its lower end is at most its estimate; inf: unknown)."""
+    if estimate == math.inf:
+        return math.inf
+    band = float(math.floor(_BANDS_PER_DOUBLING * math.log2(max(estimate, 1.0))))
+    return band - 1 if _band_start(band) > estimate else band  # never above it through rounding
+
+
+def _band_start(band: float) -> float:
+    """The shortest estimate a band holds (a lower bound: band 0 holds everything under 2^(1/4) s)."""
+    return math.inf if band == math.inf else 0.0 if band <= 0 else 2.0 ** (band / _BANDS_PER_DOUBLING)
+
+
 @dataclass(slots=True)
 class _Class:
     like: PodInfo
-    # (queue order, seq, root, need, epoch it entered), sorted; entries of woken or forgotten roots are
-    # dropped lazily
-    entries: list[tuple[SortKey, int, RootKey, int, int]] = field(default_factory=list)
+    # Sorted by queue order; entries of woken or forgotten roots are dropped lazily (stale when read).
+    entries: list[_Entry] = field(default_factory=list)
     needs: Counter[int] = field(default_factory=Counter)  # needs of live entries
-    estimates: list[float] = field(default_factory=list)  # of live entries, sorted (with `estimate`)
+    # With `estimate`: the live entries in lists by (need, estimate band), each sorted by queue order, so
+    # that a walk bounded by estimates reads only the roots that could be let through. Entries leave their
+    # band at once: short roots are woken soon, so their bands would be mostly stale entries.
+    bands: dict[tuple[int, float], list[_Entry]] = field(default_factory=dict)
+    live: int = 0  # live entries: `entries` is compacted when mostly stale
 
 
 class RoomWaiters:
@@ -80,8 +104,8 @@ class RoomWaiters:
         waits; None: walks read every root (no `Fits.longest` bound)."""
         self.estimate = estimate
         self._classes: dict[Hashable, _Class] = {}
-        # root -> (class, seq, need, estimate) of its entry
-        self._entry: dict[RootKey, tuple[Hashable, int, int, float]] = {}
+        # root -> (class, seq, need, estimate, entry) of its entry
+        self._entry: dict[RootKey, tuple[Hashable, int, int, float, _Entry]] = {}
         self._always: set[RootKey] = set()
         self._seq = 0
         self._epoch = 0  # releases so far: a root that entered in the current epoch failed since the last
@@ -100,24 +124,43 @@ class RoomWaiters:
         waiting = self._classes.get(cls)
         if waiting is None:
             waiting = self._classes[cls] = _Class(need.like)
-        bisect.insort(waiting.entries, (order, self._seq, root, need.need, self._epoch))
+        entry = (order, self._seq, root, need.need, self._epoch)
+        bisect.insort(waiting.entries, entry)
         waiting.needs[need.need] += 1
+        waiting.live += 1
         estimate = self.estimate(root) if self.estimate is not None else math.inf
         if self.estimate is not None:
-            bisect.insort(waiting.estimates, estimate)
-        self._entry[root] = (cls, self._seq, need.need, estimate)
+            bisect.insort(waiting.bands.setdefault((need.need, _band(estimate)), []), entry)
+        self._entry[root] = (cls, self._seq, need.need, estimate, entry)
+        self._compact(waiting)
 
     def forget(self, root: RootKey) -> None:
         self._always.discard(root)
         entry = self._entry.pop(root, None)
         if entry is not None:
-            cls, _, need, estimate = entry
+            cls, _, need, estimate, queued = entry
             waiting = self._classes[cls]
             waiting.needs[need] -= 1
             if not waiting.needs[need]:
                 del waiting.needs[need]
+            waiting.live -= 1
             if self.estimate is not None:
-                del waiting.estimates[bisect.bisect_left(waiting.estimates, estimate)]
+                key = (need, _band(estimate))
+                band = waiting.bands[key]
+                del band[bisect.bisect_left(band, queued)]
+                if not band:
+                    del waiting.bands[key]
+
+    def _is_live(self, entry: _Entry) -> bool:
+        live = self._entry.get(entry[2])
+        return live is not None and live[1] == entry[1]
+
+    def _compact(self, waiting: _Class) -> None:
+        """Drop the stale entries of a class (woken or forgotten roots), kept lazily until they outnumber
+        the live ones (not during a walk, which reads them)."""
+        if len(waiting.entries) <= 2 * waiting.live + 64:
+            return
+        waiting.entries = [e for e in waiting.entries if self._is_live(e)]
 
     def clear(self) -> None:
         self._classes.clear()
@@ -165,30 +208,19 @@ class RoomWaiters:
         budget = room_for(waiting.like)
         if budget < min(waiting.needs):
             return
-        # With a bound by estimates: how many roots of the class `fits` could let through at all
-        # (`left`); the walk stops once it has met them. None: no bound, read on.
-        longest, own, left = math.inf, frozenset[RootKey](), None
         if fits is not None and fits.longest is not None and self.estimate is not None:
             longest = max(fits.longest(waiting.like, need) for need in waiting.needs)
-            own = fits.own
-            left = bisect.bisect_right(waiting.estimates, longest)
-            left += sum(
-                1
-                for r in own
-                if (e := self._entry.get(r)) is not None and e[0] == cls and not e[3] <= longest
-            )
-            if not left:
+            if longest < math.inf:
+                yield from self._wake_bounded(waiting, longest, fits, budget, ready, before)
                 return
         woken: list[RootKey] = []
-        kept: list[tuple[SortKey, int, RootKey, int, int]] = []
+        kept: list[_Entry] = []
         scanned = 0
         for scanned, entry in enumerate(waiting.entries, 1):  # noqa: B007 (scanned is used after the loop)
             _, seq, root, need, epoch = entry
             live = self._entry.get(root)
             if live is None or live[1] != seq:
                 continue  # stale
-            if left is not None and (live[3] <= longest or root in own):
-                left -= 1  # one that could be let through: the last of them ends the walk below
             if (
                 need <= budget
                 and (before is None or epoch < before)
@@ -200,7 +232,56 @@ class RoomWaiters:
                 self.forget(root)
             else:
                 kept.append(entry)
-            if not waiting.needs or budget < min(waiting.needs) or left == 0:
+            if not waiting.needs or budget < min(waiting.needs):
                 break
         waiting.entries[:scanned] = kept
+        self._compact(waiting)
+        yield from woken
+
+    def _wake_bounded(
+        self,
+        waiting: _Class,
+        longest: float,
+        fits: Fits,
+        budget: int,
+        ready: Callable[[RootKey], bool],
+        before: int | None,
+    ) -> Iterator[RootKey]:
+        """The walk when the planner refuses every root expected to run longer than `longest` (except those
+        holding a reservation, `fits.own`): it reads, in queue order, only the roots of the bands that start
+        within that bound and whose need the room could hold, plus the class's roots of `own`; every other
+        root would be refused or could not fit, so the same roots are woken as by reading them all."""
+        lists: list[Iterable[_Entry]] = []
+        read: set[tuple[int, float]] = set()
+        for (need, band_id), band in waiting.bands.items():
+            if need <= budget and _band_start(band_id) <= longest:
+                lists.append(band[:])  # a copy: roots woken below leave their band at once
+                read.add((need, band_id))
+        own = sorted(
+            live[4]
+            for root in fits.own
+            if (live := self._entry.get(root)) is not None
+            and live[0] == waiting.like.signature
+            and (live[2], _band(live[3])) not in read
+        )
+        if own:
+            lists.append(own)
+        if not lists:
+            return
+        woken: list[RootKey] = []
+        merged = lists[0] if len(lists) == 1 else heapq.merge(*lists)
+        for _, seq, root, need, epoch in merged:
+            live = self._entry.get(root)
+            if live is None or live[1] != seq:
+                continue  # forgotten meanwhile
+            if live[3] > longest and root not in fits.own:
+                continue  # runs longer than the bound: refused
+            if need <= budget and (before is None or epoch < before) and fits.check(root, waiting.like, need):
+                if ready(root):
+                    budget -= need
+                woken.append(root)
+                self.forget(root)
+            if not waiting.needs or budget < min(waiting.needs):
+                break
+        self._compact(waiting)
         yield from woken

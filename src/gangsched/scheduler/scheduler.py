@@ -205,9 +205,10 @@ class Scheduler:
             from .estimates import History
 
             self.backfill = Backfill(self, backfill, History() if backfill.estimate == "history" else None)
-        if self.backfill is not None and self.backfill.history is None:
-            # Release walks count the roots the plan could let through by their estimates (hints.py); a
-            # root's estimate is then fixed while it waits (not with history: that moves as work ends).
+        if self.backfill is not None and self.backfill.history is None and self.backfill.settings.depth != 0:
+            # Release walks read only the roots the plan could let through by their estimates (hints.py); a
+            # root's estimate is then fixed while it waits (not with history: that moves as work ends). At
+            # depth 0 nothing is reserved, so no walk is bounded.
             self.waiters.estimate = self.backfill.expected_seconds
         self.hierarchy = Hierarchy(
             store,
