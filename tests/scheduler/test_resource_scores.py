@@ -59,13 +59,14 @@ def scores(nodes: list[Any], existing: list[Any], incoming: Any, plugin: str) ->
     snap, vec = ev.snap, ev.vector(pod_info(incoming, 10_000))
     if plugin == "balanced":
         whole = balanced_allocation.score(snap, vec, slice(None))
-        one = [balanced_allocation.score_one(snap, vec, i) for i in range(len(snap))]
+        one = [balanced_allocation.score_one(*snap.column(i)[:2], vec) for i in range(len(snap))]
     else:
         most = plugin == "most"
         whole = (node_resources_fit.most_allocated if most else node_resources_fit.least_allocated)(
             snap, vec, slice(None)
         )
-        one = [node_resources_fit.score_one(snap, vec, i, most) for i in range(len(snap))]
+        columns = [snap.column(i) for i in range(len(snap))]
+        one = [node_resources_fit.score_one(alloc, nonzero, vec, most) for alloc, _, nonzero in columns]
     assert whole.dtype == np.int64 and whole.tolist() == one, "the vectorised and the scalar path differ"
     return dict(zip(snap.node_names, one, strict=True))
 

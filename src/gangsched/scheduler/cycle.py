@@ -23,6 +23,7 @@ __all__ = [
     "GroupResult",
     "feasibility",
     "group_unschedulable",
+    "min_count_code",
     "min_count_feasibility",
     "run_group_cycle",
 ]
@@ -95,22 +96,34 @@ class GroupResult:
         return bool(self.placed)
 
 
+def min_count_code(m: int, scheduled: int, remaining: int) -> Code:
+    """`min_count_feasibility`'s code alone (a cycle asks it after every pod; only the last check's message
+    is reported)."""
+    if scheduled + remaining < m:
+        return Code.UNSCHEDULABLE
+    if scheduled < m:
+        return Code.WAIT
+    return Code.SUCCESS
+
+
 def min_count_feasibility(m: int, scheduled: int, remaining: int) -> tuple[Code, str]:
     """Upstream's GangScheduling PlacementFeasible, for a PodGroup (m = minCount) or a CompositePodGroup
     (m = minGroupCount); a group without a gang policy counts as m = 1 (its getMinCount)."""
-    if scheduled + remaining < m:
-        return (
-            Code.UNSCHEDULABLE,
-            f"minCount ({m}) cannot be satisfied: {scheduled} scheduled, {remaining} remaining",
-        )
-    if scheduled < m:
-        return Code.WAIT, f"minCount ({m}) is not yet satisfied: {scheduled} scheduled, {remaining} remaining"
-    return Code.SUCCESS, ""
+    code = min_count_code(m, scheduled, remaining)
+    if code == Code.UNSCHEDULABLE:
+        return code, f"minCount ({m}) cannot be satisfied: {scheduled} scheduled, {remaining} remaining"
+    if code == Code.WAIT:
+        return code, f"minCount ({m}) is not yet satisfied: {scheduled} scheduled, {remaining} remaining"
+    return code, ""
 
 
 def feasibility(attempt: GroupAttempt, scheduled: int, remaining: int) -> tuple[Code, str]:
     """The PlacementFeasible check before the first pod and after each one."""
-    return min_count_feasibility(attempt.min_count if attempt.gang else 1, scheduled, remaining)
+    return min_count_feasibility(_min_count(attempt), scheduled, remaining)
+
+
+def _min_count(attempt: GroupAttempt) -> int:
+    return attempt.min_count if attempt.gang else 1
 
 
 def run_group_cycle(ev: Evaluator, attempt: GroupAttempt, candidates: BoolArray | None = None) -> GroupResult:
@@ -127,10 +140,11 @@ def run_group_cycle(ev: Evaluator, attempt: GroupAttempt, candidates: BoolArray 
 
     scheduled = attempt.scheduled
     remaining = len(attempt.pods)
-    code, message = feasibility(attempt, scheduled, remaining)
-    result = GroupResult(code, message, revert=revert)
-    if code >= Code.UNSCHEDULABLE:
+    m = _min_count(attempt)
+    result = GroupResult(min_count_code(m, scheduled, remaining), "", revert=revert)
+    if result.code >= Code.UNSCHEDULABLE:
         # infeasible before any pod is tried: upstream wraps the status in errPodGroupUnschedulable
+        _, message = min_count_feasibility(m, scheduled, remaining)
         result.message = result.cycle_message = group_unschedulable(message)
         result.wrapped = True
         return result
@@ -143,9 +157,10 @@ def run_group_cycle(ev: Evaluator, attempt: GroupAttempt, candidates: BoolArray 
             undo.append(ev.reserve(pi, found))
             result.placed.append((pi, found))
             scheduled += 1
-        result.code, result.message = feasibility(attempt, scheduled, remaining)
-        if result.code >= Code.UNSCHEDULABLE:
+        if min_count_code(m, scheduled, remaining) >= Code.UNSCHEDULABLE:
             break
+    # The check after the last pod tried is the one the cycle reports.
+    result.code, result.message = feasibility(attempt, scheduled, remaining)
     if result.code == Code.WAIT:
         result.code, result.message, result.wrapped = (
             Code.UNSCHEDULABLE,

@@ -63,6 +63,7 @@ __all__ = [
 ScoringStrategy = str  # "LeastAllocated" (upstream default) or "MostAllocated"
 _max = np.maximum.reduce  # ndarray.max without its Python wrapper: find_node calls it for every pod
 _MAX_CHANGE_LOG = 200_000
+_COLUMN_MEMO = 4096  # node columns a class keeps its scalar fit-and-score for (`_Class.by_column`)
 _ROOM_LOG = 32  # room_for refreshes up to this many logged changes node by node, more all at once
 STATIC, RESOURCES, PODS, CLAIMS = "static", "resources", "pods", "claims"
 
@@ -195,6 +196,10 @@ class _Class:
     # as `masked` (a list of ints would take 36), with insertion and deletion in C.
     top: int | None = None
     ties: array[int] = field(default_factory=lambda: array("q"))
+    # The scalar refresh's fit-and-score by node column (allocatable, used and non-zero used amounts: all
+    # that NodeResourcesFit and BalancedAllocation read): nodes of one kind at one usage get the same value,
+    # and the pods of a template fill nodes in the same few steps, so most refreshes find it here.
+    by_column: dict[tuple[int, ...], int] = field(default_factory=dict)
 
     @property
     def static_rejections(self) -> Rejections:
@@ -216,12 +221,13 @@ def _best(c: _Class) -> tuple[int, array[int]]:
     return c.top, c.ties
 
 
-def _retie(c: _Class, cols: set[int]) -> None:
-    """Bring `c.top` and `c.ties` in step with new values of `c.masked` on `cols`; a value above the top,
-    or no tie left, leaves them to be found again."""
-    top, ties, masked = c.top, c.ties, c.masked
-    for col in cols:
-        value = masked[col]
+def _retie(c: _Class, values: dict[int, int]) -> None:
+    """Bring `c.top` and `c.ties` in step with new values of `c.masked` (`values`, by column); a value above
+    the top, or no tie left, leaves them to be found again (as does a top already to be found again)."""
+    top, ties = c.top, c.ties
+    if top is None:
+        return
+    for col, value in values.items():
         if value > top:
             c.top = None
             return
@@ -325,15 +331,28 @@ class Evaluator:
             c.top = None
             return
         most = self._resource_score is node_resources_fit.most_allocated
+        vec, static_ok, masked, by_column = c.vec, c.static_ok, c.masked, c.by_column
+        if len(by_column) > _COLUMN_MEMO:
+            by_column.clear()
+        values: dict[int, int] = {}
         for col in cols:
-            if not (c.static_ok[col] and (not fit_on or node_resources_fit.fits_one(snap, c.vec, col))):
-                c.masked[col] = -1
+            if not static_ok[col]:
+                masked[col] = values[col] = -1
                 continue
-            c.masked[col] = node_resources_fit.score_one(snap, c.vec, col, most) * fit_w + (
-                balanced_allocation.score_one(snap, c.vec, col) * bal_w
-            )
-        if c.top is not None:
-            _retie(c, cols)
+            # The node's column as Python ints: arithmetic on numpy scalars costs several times more.
+            alloc, used, nonzero_used = snap.column(col)
+            state = (*alloc, *used, *nonzero_used)
+            value = by_column.get(state)
+            if value is None:
+                if fit_on and not node_resources_fit.fits_one(alloc, used, vec):
+                    value = -1
+                else:
+                    value = node_resources_fit.score_one(alloc, nonzero_used, vec, most) * fit_w + (
+                        balanced_allocation.score_one(alloc, used, vec) * bal_w
+                    )
+                by_column[state] = value
+            masked[col] = values[col] = value
+        _retie(c, values)
 
     def _class(self, pi: PodInfo) -> _Class:
         snap = self.snap

@@ -750,7 +750,6 @@ class Scheduler:
         """Run the next cycle at `now` (default: the clock): what changed (gating too), None if idle."""
         if now is None:
             now = self.clock()
-        decision = Decision()
         if self.backfill is not None:
             # Plan before the cycle, whichever root (if any) comes next: at once when a reserved root started
             # or left or the head lacks a reservation (the new head's ETA dates from here, and a head that
@@ -758,20 +757,20 @@ class Scheduler:
             # events only, never on which cycles run (the room bound and hints.py skip some).
             self.backfill.refresh(self.store.clock())
         root = self.queue.pop(now)
-        if root is not None:
-            skipped = self.skipped
-            self.rng.start_cycle()
-            cycle = self._cycle(root, now)
-            if not cycle.bindings and not cycle.evictions:
-                # A cycle that binds and evicts nothing leaves the tie-breaking draws as they were: only
-                # then are the decisions of a replay independent of how many failing cycles ran, which
-                # the room bound and hints.py must not change (kube-scheduler's ties are random anyway).
-                self.rng.undo_cycle()
-            decision.extend(cycle)
-            self.cycles += self.skipped == skipped
-        else:
-            self._report_gated(decision)
-        return decision if (decision or root is not None) else None
+        if root is None:
+            gated = Decision()
+            self._report_gated(gated)
+            return gated if gated else None
+        skipped = self.skipped
+        self.rng.start_cycle()
+        decision = self._cycle(root, now)
+        if not decision.bindings and not decision.evictions:
+            # A cycle that binds and evicts nothing leaves the tie-breaking draws as they were: only
+            # then are the decisions of a replay independent of how many failing cycles ran, which
+            # the room bound and hints.py must not change (kube-scheduler's ties are random anyway).
+            self.rng.undo_cycle()
+        self.cycles += self.skipped == skipped
+        return decision
 
     def _victims_terminating(self, root: RootKey) -> bool:
         """Does a pod that `root` preempted still terminate (evicted, not gone)? Then it waits: a second

@@ -451,5 +451,11 @@ class Snapshot:
             self.nonzero_used[1] += sign * vec.nonzero_mem * count
             self.changed.extend(set(nodes))
 
+    def column(self, col: int) -> tuple[list[int], list[int], list[int]]:
+        """Node `col`'s allocatable, used and non-zero used (cpu, memory) amounts as Python ints, for scalar
+        code that reads a few nodes: three conversions cost less than the numpy scalars that indexing
+        the arrays element by element makes, and the arithmetic on them."""
+        return self.alloc[:, col].tolist(), self.used[:, col].tolist(), self.nonzero_used[:, col].tolist()
+
     def __len__(self) -> int:
         return len(self.node_names)

@@ -49,12 +49,12 @@ def _balance_one(cpu: int, mem: int, cap_cpu: int, cap_mem: int) -> int:
     return int((1 - abs(min(cpu / cap_cpu, 1.0) - min(mem / cap_mem, 1.0)) / 2) * 100)
 
 
-def score_one(snap: Snapshot, vec: PodVector, col: int) -> int:
-    """`score` for one node, with the same float64 arithmetic."""
+def score_one(alloc: list[int], used: list[int], vec: PodVector) -> int:
+    """`score` for one node, given its column of `alloc` and `used` (Snapshot.column), with the same
+    float64 arithmetic."""
     if vec.cpu == 0 and vec.memory == 0:
         return 0
-    cap_cpu, cap_mem = int(snap.alloc[CPU, col]), int(snap.alloc[MEMORY, col])
-    used_cpu, used_mem = int(snap.used[CPU, col]), int(snap.used[MEMORY, col])
+    cap_cpu, cap_mem, used_cpu, used_mem = alloc[CPU], alloc[MEMORY], used[CPU], used[MEMORY]
     with_pod = _balance_one(used_cpu + vec.cpu, used_mem + vec.memory, cap_cpu, cap_mem)
     without = _balance_one(used_cpu, used_mem, cap_cpu, cap_mem)
     return HALF_SCORE + (HALF_SCORE + with_pod - without) // 2

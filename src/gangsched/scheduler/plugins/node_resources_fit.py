@@ -25,20 +25,19 @@ def fits(snap: Snapshot, vec: PodVector, cols: npt.NDArray[np.intp] | slice = sl
     return ok
 
 
-def fits_one(snap: Snapshot, vec: PodVector, col: int) -> bool:
-    alloc, used = snap.alloc, snap.used
-    return all(alloc[row, col] - used[row, col] >= v for row, v in vec.rows)
+def fits_one(alloc: list[int], used: list[int], vec: PodVector) -> bool:
+    """`fits` on one node, given its allocatable and used amounts per resource row (Snapshot.column)."""
+    return all(alloc[row] - used[row] >= v for row, v in vec.rows)
 
 
-def score_one(snap: Snapshot, vec: PodVector, col: int, most_allocated: bool) -> int:
-    """least_allocated / most_allocated for one node, in the same integer arithmetic."""
+def score_one(alloc: list[int], nonzero_used: list[int], vec: PodVector, most_allocated: bool) -> int:
+    """least_allocated / most_allocated for one node, given its column of `alloc` and `nonzero_used`
+    (Snapshot.column), in the same integer arithmetic."""
     total = offered = 0
-    for row, req in (
-        (CPU, snap.nonzero_used[0, col] + vec.nonzero_cpu),
-        (MEMORY, snap.nonzero_used[1, col] + vec.nonzero_mem),
+    for cap, req in (
+        (alloc[CPU], nonzero_used[0] + vec.nonzero_cpu),
+        (alloc[MEMORY], nonzero_used[1] + vec.nonzero_mem),
     ):
-        cap = int(snap.alloc[row, col])
-        req = int(req)
         if cap <= 0:
             continue
         offered += 1
