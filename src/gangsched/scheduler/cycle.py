@@ -47,9 +47,10 @@ class Code(enum.IntEnum):
     ERROR = 3
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class GroupAttempt:
-    """What one cycle needs to know about a group: its policy, what is already placed, what is pending."""
+    """What one cycle needs to know about a group: its policy, what is already placed, what is pending.
+    Not frozen: every cycle makes one, and a frozen dataclass costs twice as much to make; never changed."""
 
     min_count: int
     gang: bool

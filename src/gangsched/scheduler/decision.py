@@ -21,8 +21,12 @@ __all__ = [
 
 ObjectKey = tuple[str, str]
 
+# Binding, Notice, Condition and ConditionChange are made for every pod a cycle decides, so they are plain
+# slotted dataclasses: a frozen one's __init__ sets each field through object.__setattr__, about twice the
+# cost. Nothing changes a Decision's values once made.
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(slots=True)
 class Binding:
     pod: ObjectKey
     node: str
@@ -77,7 +81,7 @@ class Eviction:
     preemptor: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Condition:
     type: str
     status: str
@@ -85,7 +89,7 @@ class Condition:
     message: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ConditionChange:
     """Set `condition` on an object of `kind` ("Pod", "PodGroup", "CompositePodGroup")."""
 
@@ -94,7 +98,7 @@ class ConditionChange:
     condition: Condition
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Notice:
     """A Kubernetes Event: type Normal/Warning, reason, the object ("Pod ns/name"), message."""
 

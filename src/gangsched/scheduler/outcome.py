@@ -32,10 +32,11 @@ def bind(
             volumes, claims = decided(pi.key)
             d.volume_bindings.extend(volumes)
             d.claims.extend(claims)
-        node_name = node_names[node]
+        node_name, name = node_names[node], pi.name
         d.bindings.append(Binding(pi.key, node_name))
-        message = f"Successfully assigned {pi.name} to {node_name}"
-        d.events.append(Notice("Normal", "Scheduled", f"Pod {pi.name}", message))
+        d.events.append(
+            Notice("Normal", "Scheduled", f"Pod {name}", f"Successfully assigned {name} to {node_name}")
+        )
     return {pi.key for pi, _ in placed}
 
 
