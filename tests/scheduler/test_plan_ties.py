@@ -55,3 +55,20 @@ def test_a_plan_made_later_reserves_the_same_nodes_and_draws_nothing_from_the_sc
         scheduler.backfill.replan(0.0)
         assert scheduler.backfill.reservations[G] == first
         assert scheduler.rng.bit_generator.state == state
+
+
+def test_a_plan_after_a_nomination_reserves_around_it_rather_than_reuse_the_last_answer() -> None:
+    """A nomination changes what the snapshot counts but no running work: G's earliest start must be found
+    again (EarliestStarts compares the snapshot's version), not taken over from the plan before it. A pod
+    of G's priority nominated to a node of G's reservation holds its 4 GPUs there, so at 120 s G fits only
+    on two of the three other nodes."""
+    scheduler = _waiting_gang(0)
+    assert scheduler.backfill is not None
+    first = scheduler.backfill.reservations[G]
+    held = min(first.nodes)
+    snap = scheduler.snapshot()
+    snap.nominate(("default", "x"), held, snap.vector({"nvidia.com/gpu": 4000}, (100, 200)), 0)
+    scheduler.backfill.replan(0.0)
+    again = scheduler.backfill.reservations[G]
+    assert again.start == 120.0
+    assert len(again.nodes) == 2 and held not in again.nodes, (first.nodes, again.nodes)
