@@ -196,12 +196,7 @@ class EarliestStarts:
             or before.log is None
             or before.log[0] != index.log_generation
             or not running.timeless
-            or not (before.snap is snap and before.objects == self.objects)
-            or not (before.settings == settings and math.isinf(settings.window) and before.now <= now)
-            or before.estimate != estimate
-            or not _same_placer(before.placer, reads)
-            or len(before.held) != len(held)
-            or not all(a == b for a, b in zip(before.held, held, strict=True))
+            or not self._same_reads(before, snap, reads, estimate, held, now, settings)
             or not index.counts_running_only()
         ):
             return None
@@ -211,6 +206,31 @@ class EarliestStarts:
                 return None
             since = max(since, released)
         return since
+
+    def _same_reads(
+        self,
+        before: _Found,
+        snap: Snapshot,
+        reads: tuple[Any, ...],
+        estimate: Estimate,
+        held: Sequence[Reservation],
+        now: float,
+        settings: PlanSettings,
+    ) -> bool:
+        """What both kinds of reuse need: the old answer was found on this snapshot with the same objects
+        other than pods, settings (an unbounded window), estimate, placer and reservations before the root,
+        no later than `now`."""
+        return (
+            before.snap is snap
+            and before.objects == self.objects
+            and before.settings == settings
+            and math.isinf(settings.window)
+            and before.now <= now
+            and before.estimate == estimate
+            and _same_placer(before.placer, reads)
+            and len(before.held) == len(held)
+            and all(a == b for a, b in zip(before.held, held, strict=True))
+        )
 
     def _stands(
         self,
@@ -224,18 +244,10 @@ class EarliestStarts:
         settings: PlanSettings,
     ) -> bool:
         if not (
-            before.snap is snap
+            self._same_reads(before, snap, reads, estimate, held, now, settings)
             and before.version == snap.version
-            and before.objects == self.objects
             and before.running is running
-            and before.settings == settings
-            and math.isinf(settings.window)
-            and before.now <= now
             and (before.found is None or before.found.start > now)
-            and before.estimate == estimate
-            and _same_placer(before.placer, reads)
-            and len(before.held) == len(held)
-            and all(a == b for a, b in zip(before.held, held, strict=True))
         ):
             return False
         duration = estimate.seconds if estimate.seconds is not None else INFINITE
