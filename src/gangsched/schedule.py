@@ -46,7 +46,7 @@ def settle(
     # The objects live as long as the run: keep the cyclic GC from walking them again and again, from
     # here on (storing thousands of them would otherwise set off full collections over all of them).
     gc.freeze()
-    store = Store()
+    store = Store(claim_controller=True)
     store.add_all(objects)
     # The resourceclaim controller's part: claims from templates, before the scheduler looks at the pods.
     sync_claims(store, workload_claims=gates.enabled("DRAWorkloadResourceClaims"))

@@ -83,7 +83,7 @@ def run_demo(*, seed: int = 0) -> list[DemoStep]:
     worlds = []
     for gates in (FeatureGates.parse("GenericWorkload=false"), FeatureGates()):
         cluster, pods = load_story()  # each world owns its objects: a store mutates what it holds
-        store = Store()
+        store = Store(claim_controller=True)
         store.add_all(cluster)
         worlds.append((store, Scheduler(store, gates, seed=seed), pods))
     steps = []

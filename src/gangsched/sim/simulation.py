@@ -37,6 +37,7 @@ from ..scheduler.backfill import BackfillSettings
 from ..scheduler.policy import queue_policy
 from ..scheduler.recovery import WAIT, Recovery, recovering_after, stalled
 from ..store import Change, Store
+from ..store.claim_controller import sync_claims
 from .delays import Delay
 from .failures import FailurePlan
 from .fairness import ShareLog
@@ -88,6 +89,13 @@ class JobRun:
     bound: int = 0  # members bound (pods whose value in `pods` is a node)
 
 
+def _uses_claims(spec: Any) -> bool:
+    """Whether a pod or PodGroup spec needs claims a controller creates: resourceClaims (from templates)
+    or a pod's generic ephemeral volumes."""
+    volumes = getattr(spec, "volumes", None) or []  # a PodGroup has none
+    return bool(spec.resourceClaims) or any(v.ephemeral is not None for v in volumes)
+
+
 class Simulation:
     """One run. `run()` once; then read `runs`, `ledger`, `end`, `scheduler.cycles`."""
 
@@ -102,8 +110,9 @@ class Simulation:
         self.options = options
         self.on_progress = on_progress
         self.rng = np.random.default_rng(options.seed)
-        self.store = Store(termination_seconds=options.termination_s)
+        self.store = Store(termination_seconds=options.termination_s, claim_controller=True)
         self.store.add_all(workload.cluster)
+        self._workload_claims = options.gates.enabled("DRAWorkloadResourceClaims")
         backfill = options.backfill
         if backfill is None and options.policy == "gang-backfill":
             backfill = BackfillSettings()
@@ -179,11 +188,19 @@ class Simulation:
                 self.timeline.at(self.now + offset, partial(self._create, run, pod), priority=1)
             else:
                 now.append(pod)
-        self.store.add_all(now)
+        self._add(now)
         self._update(run)
 
     def _create(self, run: JobRun, pod: Any) -> None:
-        self.store.add(pod)
+        self._add([pod])
+
+    def _add(self, objects: list[Any]) -> None:
+        """Create a job's objects, then, as the resourceclaim and ephemeral volume controllers would once
+        they see them, the claims their templates and generic ephemeral volumes call for."""
+        self.store.add_all(objects)
+        consumers = (o for o in objects if o.kind in ("Pod", "PodGroup") and o.spec is not None)
+        if any(_uses_claims(o.spec) for o in consumers):
+            sync_claims(self.store, workload_claims=self._workload_claims, objects=objects)
 
     def _on_change(self, change: Change) -> None:
         if change.kind != "Pod":

@@ -15,14 +15,17 @@ runs the ephemeral volume controller's part (ephemeral_controller.py).
 
 from __future__ import annotations
 
+import copy
 import hashlib
+from collections.abc import Iterable
 from typing import Any
 
 from lightkube.models import core_v1, meta_v1, resource_v1, scheduling_v1beta1
 
+from ..scheduler.extended import CLAIM_FINALIZER
 from .ephemeral_controller import sync_ephemeral_volumes
 
-__all__ = ["POD_CLAIM_ANNOTATION", "generated_name", "sync_claims"]
+__all__ = ["POD_CLAIM_ANNOTATION", "generated_name", "release_claims", "sync_claims"]
 
 POD_CLAIM_ANNOTATION = "resource.kubernetes.io/pod-claim-name"
 # The alphabet of the API server's generateName suffixes (k8s.io/apimachinery/pkg/util/rand).
@@ -133,16 +136,62 @@ def _sync_pod(store: Any, pod: Any, workload_claims: bool) -> None:
         store.add(pod)
 
 
-def sync_claims(store: Any, *, workload_claims: bool) -> None:
+def sync_claims(store: Any, *, workload_claims: bool, objects: Iterable[Any] | None = None) -> None:
     """Create the claims templates call for and record them, PodGroups first (their members point to
     them), and the PersistentVolumeClaims of generic ephemeral volumes (ephemeral_controller.py), the two
     controllers whose objects the scheduler waits for. `workload_claims`: the DRAWorkloadResourceClaims
-    gate."""
-    sync_ephemeral_volumes(store)
+    gate. `objects`: only these PodGroups and pods (those just created, in the simulator), else all."""
+    listed = list(objects) if objects is not None else [*store.list("PodGroup"), *store.list("Pod")]
+    pods = [o for o in listed if o.kind == "Pod"]
+    sync_ephemeral_volumes(store, pods)
     if workload_claims:
-        for pg in store.list("PodGroup"):
-            if pg.spec is not None and pg.spec.resourceClaims:
+        for pg in listed:
+            if pg.kind == "PodGroup" and pg.spec is not None and pg.spec.resourceClaims:
                 _sync_group(store, pg)
-    for pod in store.list("Pod"):
+    for pod in pods:
         if pod.spec is not None and pod.spec.resourceClaims and not pod.spec.nodeName:
             _sync_pod(store, pod, workload_claims)
+
+
+def release_claims(store: Any, consumer: Any, resource: str) -> None:
+    """What follows the deletion of a pod or PodGroup (`resource`: "pods" or "podgroups") for the claims it
+    used: the resourceclaim controller's syncClaim drops it from each claim's status.reservedFor, and a
+    claim nobody is reserved for any more, allocated by a scheduler (delete-protection finalizer), is
+    deallocated and loses the finalizer, which frees its devices; then the garbage collector deletes the
+    claims the consumer owned (made from its templates). Without this, in the simulator, devices of
+    finished pods stayed allocated for ever, and in `schedule` a preemption victim's devices were never
+    freed for the preemptor."""
+    ns, uid, name = consumer.metadata.namespace or "", consumer.metadata.uid or "", consumer.metadata.name
+    for claim_name in _claim_names(consumer):
+        key = (ns, claim_name)
+        claim = store.get("ResourceClaim", key)
+        if claim is None:
+            continue
+        status = claim.status
+        reserved = (status.reservedFor or []) if status is not None else []
+        remaining = [r for r in reserved if (r.resource, r.name, r.uid or "") != (resource, name, uid)]
+        if len(remaining) < len(reserved):
+            before = copy.deepcopy(claim)
+            status.reservedFor = remaining or None
+            finalizers = claim.metadata.finalizers or []
+            if not remaining and CLAIM_FINALIZER in finalizers:
+                status.allocation = None
+                status.devices = None
+                claim.metadata.finalizers = [f for f in finalizers if f != CLAIM_FINALIZER] or None
+            store.update("ResourceClaim", key, claim, before)
+        owned = any(ref.uid == uid and ref.name == name for ref in claim.metadata.ownerReferences or [])
+        if owned and not (claim.status is not None and claim.status.reservedFor):
+            store.delete("ResourceClaim", key)
+
+
+def _claim_names(consumer: Any) -> list[str]:
+    """The claims a pod or PodGroup uses: those it names, and those made for it from templates (as its
+    status records them; a pod's special claim for extended resources too)."""
+    spec, status = consumer.spec, consumer.status
+    named = (spec.resourceClaims if spec is not None else None) or []
+    made = (status.resourceClaimStatuses if status is not None else None) or []
+    extended = getattr(status, "extendedResourceClaimStatus", None)  # pods only
+    names = [c.resourceClaimName for c in named] + [s.resourceClaimName for s in made]
+    if extended is not None:
+        names.append(extended.resourceClaimName)
+    return [n for n in names if n]

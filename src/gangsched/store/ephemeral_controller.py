@@ -7,11 +7,12 @@ controlled by the pod, as the API server then stores it (default StorageClass, v
 name that exists already is left as it is: when another object owns it, the scheduler's VolumeBinding says
 the pod is not its owner (scheduler/volumes.py).
 
-`sync_ephemeral_volumes(store)` is idempotent.
+`sync_ephemeral_volumes(store, pods)` is idempotent.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from lightkube.models import core_v1, meta_v1
@@ -53,10 +54,10 @@ def _copy(spec: Any) -> Any:
     return core_v1.PersistentVolumeClaimSpec.from_dict(spec.to_dict()) if spec is not None else None
 
 
-def sync_ephemeral_volumes(store: Any) -> None:
-    """Create the claims of every pod's generic ephemeral volumes that do not exist yet."""
+def sync_ephemeral_volumes(store: Any, pods: Iterable[Any]) -> None:
+    """Create the claims of these pods' generic ephemeral volumes that do not exist yet."""
     classes = None
-    for pod in store.list("Pod"):
+    for pod in pods:
         if pod.spec is None or pod.metadata.deletionTimestamp is not None:
             continue
         for volume in pod.spec.volumes or []:

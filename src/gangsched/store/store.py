@@ -28,10 +28,23 @@ from ..scheduler.decision import (
 )
 from ..scheduler.extended import CLAIM_FINALIZER
 from .change import Change, Key
+from .claim_controller import release_claims
 
 __all__ = ["Change", "Store"]
 
 EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+
+
+# The kinds that consume ResourceClaims, as status.reservedFor names their resource.
+_CLAIM_CONSUMERS = {"Pod": "pods", "PodGroup": "podgroups"}
+
+
+def _uses_claims(obj: Any) -> bool:
+    """Whether a pod or PodGroup names claims, or a pod holds a special claim for its extended resources
+    (status.extendedResourceClaimStatus)."""
+    if obj.spec is not None and obj.spec.resourceClaims:
+        return True
+    return getattr(obj.status, "extendedResourceClaimStatus", None) is not None
 
 
 # What the readers look a missing kind up in: one shared mapping they only read (never `setdefault` it).
@@ -45,7 +58,17 @@ def key_of(obj: Any) -> Key:
 class Store:
     """Objects by kind and key, in first-seen order, with listeners called on every change."""
 
-    def __init__(self, clock: Callable[[], float] = lambda: 0.0, *, termination_seconds: float = 0.0) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], float] = lambda: 0.0,
+        *,
+        termination_seconds: float = 0.0,
+        claim_controller: bool = False,
+    ) -> None:
+        """`claim_controller`: release a deleted pod's or PodGroup's claims as the resourceclaim controller
+        would (`delete`). On for the store that is the whole cluster (`schedule`, `simulate`); off in live
+        mode, whose store mirrors an API server where the real controller does it, and must not run ahead."""
+        self.claim_controller = claim_controller
         self._objects: dict[str, dict[Key, Any]] = {}
         self._order: dict[tuple[str, Key], int] = {}
         self._listeners: list[Callable[[Change], None]] = []
@@ -103,10 +126,19 @@ class Store:
         for obj in objects:
             self.add(obj)
 
+    def update(self, kind: str, key: Key, obj: Any, old: Any) -> None:
+        """`obj`, stored under `key`, was changed in place by a controller; `old` is its copy from before
+        (an update whose `old` is the object itself would read as the scheduler's own write)."""
+        self._emit(Change("update", kind, key, obj, old))
+
     def delete(self, kind: str, key: Key) -> Any | None:
+        """Remove an object. With `claim_controller`, a pod's or PodGroup's claims are then released as the
+        resourceclaim controller and the garbage collector release them (claim_controller.release_claims)."""
         obj = self._objects.get(kind, {}).pop(key, None)
         if obj is not None:
             self._emit(Change("delete", kind, key, obj))
+            if self.claim_controller and kind in _CLAIM_CONSUMERS and _uses_claims(obj):
+                release_claims(self, obj, _CLAIM_CONSUMERS[kind])
         return obj
 
     # --- applying decisions -------------------------------------------------------------------------------
@@ -208,6 +240,10 @@ class Store:
         if claim.status is None:
             claim.status = resource_v1.ResourceClaimStatus()
         if cr.allocation is not None:
+            # bindClaim adds the delete-protection finalizer before it writes an allocation: the mark by which
+            # the resourceclaim controller deallocates the claim once its last consumer is gone.
+            if CLAIM_FINALIZER not in (claim.metadata.finalizers or []):
+                claim.metadata.finalizers = [*(claim.metadata.finalizers or []), CLAIM_FINALIZER]
             claim.status.allocation = resource_v1.AllocationResult.from_dict(cr.allocation)
         consumer = resource_v1.ResourceClaimConsumerReference.from_dict(cr.consumer)
         if consumer not in (claim.status.reservedFor or []):

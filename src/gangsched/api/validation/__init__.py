@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..errors import FieldError, Problem, duplicate
+from ..errors import FieldError, Problem, duplicate, required
 from ..gates import FeatureGates
 from ..loader import Loaded
 from .annotations import gangsched_annotations
@@ -42,7 +42,7 @@ def object_errors(item: Loaded, gates: FeatureGates) -> list[FieldError]:
     obj, kind = item.obj, item.info.kind
     errors = object_meta(kind, obj.metadata, item.info.namespaced) + gangsched_annotations(obj.metadata)
     workload_api = gates.enabled("GenericWorkload")
-    if kind == "Pod" and obj.spec is not None:
+    if kind == "Pod":
         errors += pod_spec(obj.spec)
     elif kind == "Node":
         errors += node(obj)
@@ -50,8 +50,9 @@ def object_errors(item: Loaded, gates: FeatureGates) -> list[FieldError]:
         errors += priority_class(obj)
     elif kind == "PodDisruptionBudget":
         errors += pod_disruption_budget(obj)
-    elif kind == "Job" and obj.spec is not None:
-        errors += job_spec(obj.spec, gates)
+    elif kind == "Job":
+        # Without a spec there is no template, which the loader reports for `spec: {}` in the same words.
+        errors += job_spec(obj.spec, gates) if obj.spec is not None else [required("spec.template")]
     elif kind == "PodGroup" and workload_api:
         errors += pod_group_spec(obj.spec, gates)
     elif kind == "CompositePodGroup" and workload_api:

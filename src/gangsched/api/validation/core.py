@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import OMIT, FieldError, forbidden, invalid, not_supported
+from ..errors import OMIT, FieldError, forbidden, invalid, not_supported, required
 from ..gates import FeatureGates
 from ..quantity import QuantityError, parse_quantity
 from .common import (
@@ -76,6 +76,10 @@ def _containers(path: str, containers: Sequence[Any] | None) -> list[FieldError]
 
 
 def pod_spec(spec: Any, path: str = "spec") -> list[FieldError]:
+    if spec is None or not spec.containers:
+        # The API server refuses a pod without containers (validateContainers); the scheduler reads the
+        # spec of every pod, so an absent one must be refused here rather than fail later.
+        return [required(f"{path}.containers")]
     errors = _containers(f"{path}.containers", spec.containers)
     errors += _containers(f"{path}.initContainers", spec.initContainers)
     errors += _quantity_map(f"{path}.overhead", spec.overhead)
@@ -173,6 +177,5 @@ def job_spec(spec: Any, gates: FeatureGates) -> list[FieldError]:
             errors.append(invalid(f"spec.{field}", value, "must be greater than or equal to 0"))
     if spec.scheduling is not None and gates.enabled("GenericWorkload"):
         errors += _job_scheduling(spec.scheduling, gates)
-    if spec.template is not None and spec.template.spec is not None:
-        errors += pod_spec(spec.template.spec, "spec.template.spec")
+    errors += pod_spec(spec.template and spec.template.spec, "spec.template.spec")
     return errors
