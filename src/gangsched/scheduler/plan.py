@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
+import itertools
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -419,13 +420,20 @@ def _could_fit(
     running: Running,
     reservations: Sequence[Reservation],
     duration: float,
-) -> npt.NDArray[np.bool_]:
-    """For each time, whether the root could fit then: exact capacity arithmetic for pods of one equivalence
-    class (greedy placement of identical pods fits min(pods, sum over nodes of how many each node takes), as
-    topology.py's fast path uses), all True otherwise. Only the times it marks get a real cycle."""
-    out = np.ones(len(times), dtype=bool)
+    chunk: int = 4,
+) -> Iterator[float]:
+    """The times (in order) at which the root could fit: exact capacity arithmetic for pods of one
+    equivalence class (greedy placement of identical pods fits min(pods, sum over nodes of how many each
+    node takes), as topology.py's fast path uses), every time otherwise. Only these times get a real cycle.
+
+    Computed `chunk` times at first, then twice as many at each step, as the caller asks for more: a plan
+    takes the first time whose trial succeeds, mostly the first or second candidate (strict FIFO's new head
+    fits once the next work ends), where the capacity at all of them (a hundred or more under a long
+    backlog) was most of a fresh plan. Everything is read before the first time is given, so the trials
+    that run between the steps (which change the snapshot and put it back) change nothing here."""
     if place.tree or len({pi.signature for pi in place.pods}) != 1 or not len(times):
-        return out
+        yield from times.tolist()
+        return
     ev = scheduler.evaluator()
     snap = ev.snap
     c = ev.static_class(place.pods[0])  # its static verdict and vector: the usage is counted here
@@ -436,30 +444,44 @@ def _could_fit(
     if root in running.roots:  # its own running pods give nothing back to it
         work_k[[i for i, w in enumerate(running.works) if w.root == root]] = n_times
     pod_k = work_k[running.pod_work] if len(running.pod_work) else np.zeros(0, dtype=np.intp)
-    valid = pod_k < n_times
-    free = np.zeros((n_times, len(rows), n_nodes), dtype=np.int64)
-    for i, row in enumerate(rows):
-        np.add.at(free[:, i, :], (pod_k[valid], running.pod_node[valid]), running.pod_use[row, valid])
-    np.cumsum(free, axis=0, out=free)
-    free += (snap.alloc[rows] - snap.used[rows])[None, :, :]
+    pod_node, pod_use = running.pod_node, running.pod_use[rows]
+    free = snap.alloc[rows] - snap.used[rows]  # [row, node], before the first candidate time
     need = np.array([v for _, v in c.vec.rows], dtype=np.int64)[None, :, None]
-    cap = np.maximum(free // need, 0).min(axis=1)  # pods per node at each time
-    cap[:, ~c.static_ok] = 0
-    for r in reservations:
-        held = (times < r.end) & (r.start < times + duration)
-        cols = np.array(sorted(r.nodes), dtype=np.intp)
-        cap[np.flatnonzero(held)[:, None], cols[None, :]] = 0
-    if place.topology_key is None:
-        return np.asarray(cap.sum(axis=1) >= place.needs)
-    codes = snap.label_codes(place.topology_key)
-    allowed = codes >= 0
-    if place.fixed_domains:
-        values = snap.label_values.get(place.topology_key, {})
-        allowed &= np.isin(codes, [values[d] for d in place.fixed_domains if d in values])
-    cap[:, ~allowed] = 0
-    per_domain = np.zeros((n_times, max(int(codes.max()) + 1, 1)), dtype=np.int64)
-    np.add.at(per_domain.T, np.where(allowed, codes, 0), cap.T)
-    return np.asarray(per_domain.max(axis=1) >= place.needs)
+    refused = ~c.static_ok
+    held = [(r.start, r.end, np.array(sorted(r.nodes), dtype=np.intp)) for r in reservations]
+    domains: tuple[npt.NDArray[Any], BoolArray, int] | None = None  # (domain of each node, outside, count)
+    if place.topology_key is not None:
+        codes = snap.label_codes(place.topology_key)
+        allowed = codes >= 0
+        if place.fixed_domains:
+            values = snap.label_values.get(place.topology_key, {})
+            allowed &= np.isin(codes, [values[d] for d in place.fixed_domains if d in values])
+        domains = (np.where(allowed, codes, 0), ~allowed, max(int(codes.max()) + 1, 1))
+    lo, size = 0, chunk
+    while lo < n_times:
+        hi = min(n_times, lo + size)
+        span = times[lo:hi]
+        given = np.flatnonzero((pod_k >= lo) & (pod_k < hi))
+        back = np.zeros((hi - lo, len(rows), n_nodes), dtype=np.int64)
+        for i in range(len(rows)):
+            np.add.at(back[:, i, :], (pod_k[given] - lo, pod_node[given]), pod_use[i, given])
+        np.cumsum(back, axis=0, out=back)
+        back += free[None, :, :]
+        free = back[-1].copy()  # what is free at the last of these times: where the next step starts
+        cap = np.maximum(back // need, 0).min(axis=1)  # pods per node at each time
+        cap[:, refused] = 0
+        for start, end, cols in held:
+            cap[np.flatnonzero((span < end) & (start < span + duration))[:, None], cols[None, :]] = 0
+        if domains is None:
+            fits = cap.sum(axis=1) >= place.needs
+        else:
+            domain_of, outside, n_domains = domains
+            cap[:, outside] = 0
+            per_domain = np.zeros((hi - lo, n_domains), dtype=np.int64)
+            np.add.at(per_domain.T, domain_of, cap.T)
+            fits = per_domain.max(axis=1) >= place.needs
+        yield from span[fits].tolist()
+        lo, size = hi, size * 2
 
 
 def earliest_start(
@@ -492,8 +514,8 @@ def earliest_start(
         (times >= now) & (times <= horizon) & (times < INFINITE) & (times > after) & (times <= until)
     ]
     could = _could_fit(scheduler, root, place, times, running, reservations, duration)
-    tried = times[could].tolist()
-    if not tried:
+    first = next(could, None)
+    if first is None:
         return None
     undo: list[Callable[[], None]] = []
     gone: list[RunningWork] = []
@@ -502,7 +524,7 @@ def earliest_start(
     fresh = ties.bit_generator.state
     cycle_rng, ev.rng = ev.rng, ties
     try:
-        for t in tried:
+        for t in itertools.chain([first], could):
             batch: list[PodKey] = []
             released = int(np.searchsorted(running.releases, t, side="right"))  # releases are in order
             for work in running.works[next_work:released]:

@@ -1,0 +1,72 @@
+"""The plan's capacity check (plan._could_fit): the candidate times at which a root of identical pods could
+fit, by exact arithmetic on what the running work gives back by each time, computed a few times at a time as
+the plan asks for more. Whatever the step, the times must be those computed here by hand.
+
+Four nodes of 4 GPUs, racks a (n0, n1) and b (n2, n3), running at t = 0 (estimates, on the 60 s grid):
+n0: 4 GPUs until 100 (120); n1: 2 GPUs until 200 (240) and 2 until 300 (300); n2: 4 GPUs until 400 (420);
+n3: 1 GPU until 500 (540). Candidate times: 0, 120, 240, 300, 420, 540. Whole 4-GPU nodes free then:
+0: none; 120: n0; 240: n0; 300: n0, n1; 420: n0, n1, n2; 540: all four.
+- gang of 3 x 4 GPUs, anywhere: three whole nodes from 420 on: 420, 540.
+- gang of 2 x 4 GPUs in one rack: rack a (n0, n1) from 300 on: 300, 420, 540.
+- gang of 2 x 4 GPUs, anywhere, around a reservation of n0 over [300, 900) (the gang runs 200 s): at 120 and
+  240 it would run into the reservation on n0, the only whole node: no; 300: n1 only (n0 held): no; 420: n1,
+  n2: yes; 540: yes.
+- gang of 2 x 3 GPUs, anywhere: nodes with 3 free GPUs: 0: n3 only; 120: n0 and n3: 120, 240, 300, 420, 540.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from gangsched.scheduler.backfill_settings import PlanSettings
+from gangsched.scheduler.estimates import Estimate
+from gangsched.scheduler.plan import Reservation, _could_fit, running_work
+from tests.scheduler.plan_objects import gang, node, pod, scheduler_for
+
+TIMES = [0.0, 120.0, 240.0, 300.0, 420.0, 540.0]
+
+
+def _running() -> list[dict[str, Any]]:
+    return [
+        node("n0", rack="a"),
+        node("n1", rack="a"),
+        node("n2", rack="b"),
+        node("n3", rack="b"),
+        pod("r0", 4, on="n0", duration="100"),
+        pod("r1", 2, on="n1", duration="200"),
+        pod("r2", 2, on="n1", duration="300"),
+        pod("r3", 4, on="n2", duration="400"),
+        pod("r4", 1, on="n3", duration="500"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("size", "gpus", "rack", "reserved", "want"),
+    [
+        (3, 4, False, False, [420.0, 540.0]),
+        (2, 4, True, False, [300.0, 420.0, 540.0]),
+        (2, 4, False, True, [420.0, 540.0]),
+        (2, 3, False, False, [120.0, 240.0, 300.0, 420.0, 540.0]),
+    ],
+    ids=["three-whole-nodes", "one-rack", "around-a-reservation", "three-of-four-gpus"],
+)
+@pytest.mark.parametrize("chunk", [1, 2, 4, 100])
+def test_the_times_a_gang_could_fit(
+    size: int, gpus: int, rack: bool, reserved: bool, want: list[float], chunk: int
+) -> None:
+    _, scheduler = scheduler_for([*_running(), *gang("g", size, gpus, duration="200", rack=rack)])
+    root = ("PodGroup", "default", "g")
+    place = scheduler.placer(root)
+    assert place is not None
+    running = running_work(scheduler, 0.0, PlanSettings())
+    times = np.unique(np.concatenate([running.releases, [0.0]]))
+    assert times.tolist() == TIMES
+    held = []
+    if reserved:
+        n0 = scheduler.snapshot().index["n0"]
+        held = [Reservation(("Pod", "default", "x"), 300.0, 900.0, frozenset({n0}), None, Estimate(600.0))]
+    fits = _could_fit(scheduler, root, place, times, running, held, 200.0, chunk=chunk)
+    assert list(fits) == want
