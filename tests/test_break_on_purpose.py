@@ -65,7 +65,7 @@ BREAKS = {
     ),
     "topology placement ignores the domain": Break(
         f"{SCHED}/topology.py",
-        r"result = run_group_cycle\(ev, attempt, best\.nodes\)",
+        r"result = run_group_cycle\(ev, attempt, best\.nodes, best\.domain\)",
         r"result = run_group_cycle(ev, attempt, candidates)",
         (
             "tests/property/test_topology_properties.py::test_constrained_gangs_land_in_one_domain",

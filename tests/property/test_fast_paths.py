@@ -323,3 +323,60 @@ def test_kept_best_nodes_are_the_best_of_a_fresh_scan(
         empty_biggest = {n for n, cpu in enumerate(cpus) if n not in busy and cpu == max(cpus)}
         assert not empty_biggest or empty_biggest & set(ties)
     event(f"tied nodes at the end: {min(len(ties), 3)}{'+' if len(ties) >= 3 else ''}")
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    racks=st.lists(st.sampled_from(["r1", "r2", "r3"]), min_size=1, max_size=7),
+    cpus=st.lists(st.sampled_from([1, 2, 4]), min_size=7, max_size=7),
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["place", "place", "remove", "burst", "clear"]),
+            st.integers(0, 6),
+            st.integers(1, 4),
+            st.sampled_from(["r1", "r2", "r3"]),
+        ),
+        max_size=30,
+    ),
+)
+def test_kept_domain_bests_are_the_best_of_a_fresh_scan(
+    racks: list[str], cpus: list[int], steps: list[tuple[str, int, int, str]]
+) -> None:
+    """find_node's best score and tied nodes kept per rack (domains.DomainBests, for candidates that are one
+    whole rack: refreshed node by node from the change log, found again after more than FEW changes - a
+    burst of 20 pods - or a cleared log) always equal a scan of the class's scores over the rack's nodes:
+    the highest, and every node of the rack that has it, in node order. By hand: an empty node of the
+    rack's most CPU is among them (the probe asks for CPU only: every pod placed lowers a node's score)."""
+    nodes = [
+        node(f"n{i}", {RACK: r}, allocatable={"cpu": str(cpus[i]), "memory": "8Gi", "pods": "110"})
+        for i, r in enumerate(racks)
+    ]
+    ev = evaluator.Evaluator(Snapshot(nodes), np.random.default_rng(0))
+    snap = ev.snap
+    probe = pod_info(pod("probe", cpu="500m"), 0)
+    codes = snap.label_codes(RACK)
+    placed: list[tuple[tuple[str, str], int]] = []
+    ties: Any = []
+    for i, (op, at, quarters, rack) in enumerate(steps):
+        if op in ("place", "burst") and at < len(racks):
+            for j in range(1 if op == "place" else 20):
+                pi = pod_info(pod(f"p{i}-{j}", cpu=f"{quarters * 250}m", node_name=f"n{at}"), len(placed) + 1)
+                snap.place(pi.key, at, ev.vector(pi), pi.traits)
+                placed.append((pi.key, at))
+        elif op == "remove" and placed:
+            snap.remove(placed.pop(at % len(placed))[0])
+        elif op == "clear":
+            snap.clear_logs()
+        if rack not in snap.label_values[RACK]:
+            continue
+        code = snap.label_values[RACK][rack]
+        c = ev._class(probe)  # as find_node does first: the class's scores current
+        top, ties = ev._domain_best(c, (RACK, code))
+        in_rack = np.flatnonzero(codes == code)
+        assert top == int(c.masked[in_rack].max())
+        assert list(ties) == in_rack[c.masked[in_rack] == top].tolist()
+        busy = {n for _, n in placed}
+        biggest = max(cpus[n] for n in in_rack)
+        empty_biggest = {int(n) for n in in_rack if n not in busy and cpus[n] == biggest}
+        assert not empty_biggest or empty_biggest & set(ties)
+    event(f"tied nodes at the end: {min(len(ties), 3)}{'+' if len(ties) >= 3 else ''}")

@@ -127,8 +127,13 @@ def _min_count(attempt: GroupAttempt) -> int:
     return attempt.min_count if attempt.gang else 1
 
 
-def run_group_cycle(ev: Evaluator, attempt: GroupAttempt, candidates: BoolArray | None = None) -> GroupResult:
-    """Try every pending pod of the group on `candidates` (all nodes when None).
+def run_group_cycle(
+    ev: Evaluator,
+    attempt: GroupAttempt,
+    candidates: BoolArray | None = None,
+    domain: tuple[str, int] | None = None,
+) -> GroupResult:
+    """Try every pending pod of the group on `candidates` (all nodes when None; `domain`: see find_node).
 
     Mutates the evaluator's snapshot: on success the placements stay reserved (undo with `result.revert`);
     on any other outcome the snapshot is left exactly as it was.
@@ -150,7 +155,7 @@ def run_group_cycle(ev: Evaluator, attempt: GroupAttempt, candidates: BoolArray 
         result.wrapped = True
         return result
     for pi in attempt.pods:
-        found = ev.find_node(pi, candidates)
+        found = ev.find_node(pi, candidates, domain)
         remaining -= 1
         if isinstance(found, FitFailure):
             result.failures[pi.key] = found.message()

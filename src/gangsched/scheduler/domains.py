@@ -3,6 +3,8 @@ with the snapshot's change log, so that scoring every topology placement costs O
 
 from __future__ import annotations
 
+from array import array
+from bisect import bisect_left
 from collections.abc import Hashable
 from typing import Any, Protocol
 
@@ -11,7 +13,7 @@ import numpy.typing as npt
 
 from .snapshot import Snapshot
 
-__all__ = ["FEW", "DomainSums", "NodeValues"]
+__all__ = ["FEW", "DomainBests", "DomainSums", "NodeValues", "retie"]
 
 Int64Array = npt.NDArray[np.int64]
 Columns = npt.NDArray[np.intp]
@@ -111,3 +113,63 @@ class DomainSums:
         for column, change in delta.items():
             self.sums[:, column] += change
         self.touched.extend(delta)
+
+
+class DomainBests:
+    """Per domain of one topology key, the best value of a per-node row over the domain's nodes and the
+    nodes that have it, in node order: what find_node picks among when a group's candidates are one whole
+    domain (a placement over all nodes), so that a pod need not gather and scan the domain's nodes for a
+    maximum that one placement rarely moves.
+
+    `row` is an evaluator class's fit-and-score row, which its owner keeps current with the snapshot's change
+    log (it is refreshed before every read): a node's value changes only when the node appears in the log,
+    so each domain's best is brought in step there, as the evaluator's `_retie` does for the best over all
+    nodes. A domain's best is found again (from `row`) when a value rises above it, when no tie is left,
+    or when more than FEW nodes changed since the last read."""
+
+    def __init__(self, snap: Snapshot, key: str, row: Int64Array) -> None:
+        self.snap, self.row = snap, row
+        perm, starts, ordered = snap.domains(key)
+        bounds = [*starts.tolist(), len(perm)]
+        # each label code's nodes in node order (the permutation's runs are stable-sorted)
+        self.cols: list[Columns] = [perm[bounds[code] : bounds[code + 1]] for code in range(len(ordered))]
+        self._node_code: list[int] = snap.label_codes(key).tolist()
+        self._best: dict[int, tuple[int, array[int]]] = {}  # label code -> (top, ties): kept ones only
+        self.synced, self.generation = len(snap.changed), snap.generation
+
+    def best(self, code: int) -> tuple[int, array[int]]:
+        """(the best of `row` over the nodes of label code `code`, those nodes with it, in node order)."""
+        self._sync()
+        kept = self._best.get(code)
+        if kept is None:
+            cols = self.cols[code]
+            values = self.row[cols]
+            top = int(values.max())
+            kept = self._best[code] = (top, array("q", cols[values == top].astype(np.int64).tobytes()))
+        return kept
+
+    def _sync(self) -> None:
+        snap, changed = self.snap, self.snap.changed
+        if self.generation != snap.generation or len(changed) - self.synced > FEW:
+            self._best.clear()  # found again per domain when read: cheaper than following many changes
+        else:
+            for col in set(changed[self.synced :]):
+                code = self._node_code[col]
+                kept = self._best.get(code)
+                if kept is not None and not retie(kept[0], kept[1], col, int(self.row[col])):
+                    del self._best[code]
+        self.synced, self.generation = len(changed), snap.generation
+
+
+def retie(top: int, ties: array[int], col: int, value: int) -> bool:
+    """Bring `ties` (the nodes, in node order, whose value is `top`, the best) in step with node `col`'s
+    new `value`; False when the best must be found again (a value above it, or no tie left)."""
+    if value > top:
+        return False
+    i = bisect_left(ties, col)
+    present = i < len(ties) and ties[i] == col
+    if value == top and not present:
+        ties.insert(i, col)
+    elif value < top and present:
+        del ties[i]
+    return bool(ties)

@@ -13,7 +13,6 @@ while placed pods carry affinity terms of their own. A Profile can switch plugin
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .claims_stage import DRA_NAME, DRA_WEIGHT, PREEMPTIBLE_CLAIM_PLUGINS, ClaimsStage
-from .domains import DomainSums, NodeValues
+from .domains import DomainBests, DomainSums, NodeValues, retie
 from .plugins import (
     BoolArray,
     Int64Array,
@@ -228,17 +227,9 @@ def _retie(c: _Class, values: dict[int, int]) -> None:
     if top is None:
         return
     for col, value in values.items():
-        if value > top:
+        if not retie(top, ties, col, value):
             c.top = None
             return
-        i = bisect_left(ties, col)
-        present = i < len(ties) and ties[i] == col
-        if value == top and not present:
-            ties.insert(i, col)
-        elif value < top and present:
-            del ties[i]
-    if not ties:
-        c.top = None
 
 
 @dataclass(slots=True, eq=False)
@@ -299,6 +290,7 @@ class Evaluator:
         self._classes: dict[Hashable, _Class] = {}
         self._rooms: dict[Hashable, _Room] = {}  # room_for's counts per class, kept current like classes
         self._domain_sums: dict[tuple[Hashable, str], DomainSums] = {}
+        self._domain_bests: dict[tuple[Hashable, str], DomainBests] = {}  # by (class, topology key)
         self._labelled: dict[str, BoolArray] = {}
         self.root_placements: dict[str, list[Any]] = {}  # topology key -> placements over all nodes
         self._last_mask: BoolArray | None = None
@@ -596,8 +588,12 @@ class Evaluator:
         masked[cols[~ok]] = -1
         return masked
 
-    def find_node(self, pi: PodInfo, candidates: BoolArray | None = None) -> int | FitFailure:
-        """The best node for `pi` among `candidates` (all nodes when None), or why there is none.
+    def find_node(
+        self, pi: PodInfo, candidates: BoolArray | None = None, domain: tuple[str, int] | None = None
+    ) -> int | FitFailure:
+        """The best node for `pi` among `candidates` (all nodes when None), or why there is none. `domain`
+        (key, label code), when given, says that `candidates` are exactly the nodes with that code of
+        that key: the best among them is then kept per domain (DomainBests) instead of found again.
 
         Ties are broken by the generator among the tied nodes in node order, whether or not a candidate
         mask restricts them, so the same state and seed give the same node."""
@@ -612,16 +608,23 @@ class Evaluator:
             and (claims_ok is None or claims_ok[nominated])
         ):
             return nominated
+        only_resources = (
+            (layer is None or (layer.all_ok and self._pods_scores_skip(layer)))
+            and not c.static_scores
+            and not (claims_ok is not None and self._dra_scored)
+        )
+        if only_resources and domain is not None and fit is c.masked and claims_ok is None:
+            # the same best and ties, in node order, as the scan of the domain's nodes below finds
+            top, ties = self._domain_best(c, domain)
+            if top < 0:
+                return self._failure(c, None, candidates, pi)
+            return ties[0] if len(ties) == 1 else ties[self.rng.integers(len(ties))]
         scope = None if candidates is None else self._scope(candidates)
         masked = fit if scope is None else fit[scope]
         if claims_ok is not None:
             masked = np.where(claims_ok if scope is None else claims_ok[scope], masked, -1)
         claims_scored = claims_ok is not None and self._dra_scored
-        if (
-            (layer is None or (layer.all_ok and self._pods_scores_skip(layer)))
-            and not c.static_scores
-            and not claims_scored
-        ):
+        if only_resources:
             # Only the resource scores count and every node the class fits is feasible: the best of
             # `masked`, ties broken as below (same count of tied nodes, in node order).
             if masked is c.masked:
@@ -649,6 +652,15 @@ class Evaluator:
                 total += DRA_WEIGHT * dra
         best = (total == _max(total)).nonzero()[0]
         return int(nodes[best[0] if best.size == 1 else best[self.rng.integers(best.size)]])
+
+    def _domain_best(self, c: _Class, domain: tuple[str, int]) -> tuple[int, array[int]]:
+        """The best of the class's (current) `masked` over the nodes of `domain` (key, label code) and the
+        nodes that have it, in node order, kept per class and key."""
+        key, code = domain
+        bests = self._domain_bests.get((c.key, key))
+        if bests is None or bests.row is not c.masked:
+            bests = self._domain_bests[(c.key, key)] = DomainBests(self.snap, key, c.masked)
+        return bests.best(code)
 
     def _pods_scores_skip(self, layer: _PodsLayer) -> bool:
         """Whether every pods-stage score plugin skips the pod (PreScore Skip): they would add nothing."""

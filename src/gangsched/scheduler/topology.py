@@ -12,7 +12,8 @@ sum over the placement's nodes of how many such pods each node still takes). Ove
 per-domain sums and each placement's score from them are kept from group to group and refreshed only where
 nodes changed (domains.py: usually the one domain the previous group went to); inside a parent placement
 they are summed afresh. Otherwise each placement runs the cycle and is reverted. Only the chosen placement
-runs the real cycle, which picks the nodes.
+runs the real cycle, which picks the nodes; when it is a whole domain (no parent placement), find_node picks
+among the best nodes kept for that domain (domains.DomainBests) rather than scanning its nodes for each pod.
 """
 
 from __future__ import annotations
@@ -99,19 +100,27 @@ def pin(
 Int64Array = npt.NDArray[np.int64]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, eq=False)
 class Placement:
-    """The nodes among `within` whose label code is `code`; the mask is built only when asked for."""
+    """The nodes among `within` whose label code is `code`; the mask is built when first asked for, then
+    kept. `domain` (key, code) when `within` is every node with the key: the placement is that whole
+    domain (find_node keeps the best node per such domain).
+
+    The placements over all nodes are kept as long as the evaluator's snapshot (`placements`), so the mask
+    of a domain that group after group goes to is built once (one byte per node for each domain chosen)."""
 
     value: str
     code: int
     codes: npt.NDArray[np.int32]
     within: BoolArray
+    domain: tuple[str, int] | None = None
+    _nodes: BoolArray | None = None
 
     @property
     def nodes(self) -> BoolArray:
-        mask: BoolArray = self.within & (self.codes == self.code)
-        return mask
+        if self._nodes is None:
+            self._nodes = self.within & (self.codes == self.code)
+        return self._nodes
 
 
 def placements(ev: Evaluator, key: str, candidates: BoolArray | None) -> list[Placement]:
@@ -122,7 +131,7 @@ def placements(ev: Evaluator, key: str, candidates: BoolArray | None) -> list[Pl
         cached = ev.root_placements.get(key)
         if cached is None:
             codes = snap.label_codes(key)
-            cached = [Placement(v, c, codes, ev.labelled(key)) for v, c in snap.domains(key)[2]]
+            cached = [Placement(v, c, codes, ev.labelled(key), (key, c)) for v, c in snap.domains(key)[2]]
             ev.root_placements[key] = cached
         return cached
     codes = snap.label_codes(key)
@@ -395,7 +404,7 @@ def place_with_topology(
         first = first or run_group_cycle(ev, attempt, options[0].nodes)  # failed: left nothing behind
         return first if first.none_placed else no_placement_fits(first, len(options))
     best = options[int(index[choose(pods, most, ev)])]
-    result = run_group_cycle(ev, attempt, best.nodes)
+    result = run_group_cycle(ev, attempt, best.nodes, best.domain)
     if result.code == Code.SUCCESS:
         result.domain = best.value
     return result
