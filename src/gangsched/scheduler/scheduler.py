@@ -13,8 +13,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ..api.duration import DurationError, duration_of
 from ..api.gates import FeatureGates
 from ..store.change import Change
@@ -22,6 +20,7 @@ from .backfill_settings import BackfillSettings
 from .claims_stage import CLAIM_KINDS, ClaimsStage
 from .consistency import pod_group_error, tree_error
 from .cycle import Code, GroupAttempt, GroupResult, run_group_cycle
+from .cycle_rng import CycleRng
 from .decision import (
     ClaimReservation,
     Condition,
@@ -112,40 +111,6 @@ def _min_count(pg: Any) -> tuple[bool, int]:
     return (True, int(gang.minCount)) if gang is not None else (False, 1)
 
 
-class _CycleRng(np.random.Generator):
-    """The tie-breaking generator (the stream of `np.random.default_rng(seed)`) that can give back one
-    cycle's draws. It copies its state at the cycle's first draw, not at every cycle: most cycles that
-    fail draw nothing, and the copy costs more than many a failed cycle. Every draw of the decision core is
-    an `integers` call (ties among nodes, preemption's starting offset)."""
-
-    def __init__(self, seed: int) -> None:
-        super().__init__(np.random.PCG64(seed))
-        self._before: Mapping[str, Any] | None = None
-
-    def start_cycle(self) -> None:
-        self._before = None
-
-    def integers(self, *args: Any, **kwargs: Any) -> Any:
-        if self._before is None:
-            self._before = self.bit_generator.state
-        return super().integers(*args, **kwargs)
-
-    def __reduce__(self) -> tuple[Any, ...]:  # a copy or a pickle stays a _CycleRng, at the same state
-        return (_cycle_rng_at, (self.bit_generator.state,))
-
-    def undo_cycle(self) -> None:
-        """Back to the state at `start_cycle` (nothing drawn since: nothing to undo)."""
-        if self._before is not None:
-            self.bit_generator.state = self._before
-            self._before = None
-
-
-def _cycle_rng_at(state: Mapping[str, Any]) -> _CycleRng:
-    rng = _CycleRng(0)
-    rng.bit_generator.state = state
-    return rng
-
-
 class Scheduler:
     """One scheduler over one store. Deterministic for a given seed and sequence of store changes."""
 
@@ -154,7 +119,7 @@ class Scheduler:
         self.gates = gates
         self.profile = profile
         self.seed = seed  # planners break their trial placements' ties from it (plan.tie_breaker)
-        self.rng = _CycleRng(seed)
+        self.rng = CycleRng(seed)
         self.clock: Callable[[], float] = store.clock  # one clock: a Timeline replaces both with its own
         self.queue = SchedulingQueue(
             max_unschedulable_s=profile.max_unschedulable_s, policy=profile.queue_policy
