@@ -200,6 +200,16 @@ class _Class:
     # and the pods of a template fill nodes in the same few steps, so most refreshes find it here.
     by_column: dict[tuple[int, ...], int] = field(default_factory=dict)
 
+    # `static_ok` and `masked` as memoryviews over the same memory, for the scalar refresh of a few
+    # columns: indexing one gives or takes a Python bool or int, where indexing the array makes a numpy
+    # scalar and costs several times more.
+    static_cells: memoryview = field(init=False)
+    masked_cells: memoryview = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.static_cells = self.static_ok.data
+        self.masked_cells = self.masked.data
+
     @property
     def static_rejections(self) -> Rejections:
         """Every static rejection, PreFilter's first, then the filters' in table order."""
@@ -323,7 +333,7 @@ class Evaluator:
             c.top = None
             return
         most = self._resource_score is node_resources_fit.most_allocated
-        vec, static_ok, masked, by_column = c.vec, c.static_ok, c.masked, c.by_column
+        vec, static_ok, masked, by_column = c.vec, c.static_cells, c.masked_cells, c.by_column
         if len(by_column) > _COLUMN_MEMO:
             by_column.clear()
         values: dict[int, int] = {}

@@ -129,6 +129,7 @@ class Snapshot:
             self._serve_by_dra(self.rindex[r])
         self.used: Int64Array = np.zeros_like(self.alloc)
         self.nonzero_used: Int64Array = np.zeros((2, n), dtype=np.int64)
+        self._row_views()
         self.unschedulable: BoolArray = np.array(
             [bool(node.spec and node.spec.unschedulable) for node in nodes], dtype=bool
         )
@@ -175,12 +176,22 @@ class Snapshot:
                 zeros = np.zeros((1, self.alloc.shape[1]), dtype=np.int64)
                 self.alloc = np.vstack([self.alloc, zeros])
                 self.used = np.vstack([self.used, zeros])
+                self._row_views()
                 self._held = {p: np.vstack([a, zeros]) for p, a in self._held.items()}
                 self._held_for.clear()
                 if resource in self.dra_resources:
                     self._serve_by_dra(row)
                 self._new_version()
         return row
+
+    def _row_views(self) -> None:
+        """Memoryviews of each row of `alloc`, `used` and `nonzero_used`, sharing their memory, for the
+        scalar code that reads or changes one node at a time (`place`, `remove`, `column`): indexing one
+        gives or takes a Python int, where indexing the array makes a numpy scalar and costs several times
+        more (a pod placed changes five amounts, a refresh reads ten). Made again whenever the arrays are."""
+        self._alloc_rows = [row.data for row in self.alloc]
+        self._used_rows = [row.data for row in self.used]
+        self._nonzero_rows = [row.data for row in self.nonzero_used]
 
     def _serve_by_dra(self, row: int) -> None:
         served = self.alloc[row] == 0
@@ -371,10 +382,11 @@ class Snapshot:
             self.traits[key] = traits
         nomination = self.unnominate(key) if self.nominated else None
         self._log_pod(key, node, 1)
+        used, nonzero = self._used_rows, self._nonzero_rows
         for row, v in vec.rows:
-            self.used[row, node] += v
-        self.nonzero_used[0, node] += vec.nonzero_cpu
-        self.nonzero_used[1, node] += vec.nonzero_mem
+            used[row][node] += v
+        nonzero[0][node] += vec.nonzero_cpu
+        nonzero[1][node] += vec.nonzero_mem
         self.placed[key] = (node, vec)
         self.changed.append(node)
         after = self._new_version()
@@ -396,10 +408,11 @@ class Snapshot:
         node, vec = entry
         before = self.version
         self._log_pod(key, node, -1)
+        used, nonzero = self._used_rows, self._nonzero_rows
         for row, v in vec.rows:
-            self.used[row, node] -= v
-        self.nonzero_used[0, node] -= vec.nonzero_cpu
-        self.nonzero_used[1, node] -= vec.nonzero_mem
+            used[row][node] -= v
+        nonzero[0][node] -= vec.nonzero_cpu
+        nonzero[1][node] -= vec.nonzero_mem
         self.changed.append(node)
         after = self._new_version()
 
@@ -453,9 +466,12 @@ class Snapshot:
 
     def column(self, col: int) -> tuple[list[int], list[int], list[int]]:
         """Node `col`'s allocatable, used and non-zero used (cpu, memory) amounts as Python ints, for scalar
-        code that reads a few nodes: three conversions cost less than the numpy scalars that indexing
-        the arrays element by element makes, and the arithmetic on them."""
-        return self.alloc[:, col].tolist(), self.used[:, col].tolist(), self.nonzero_used[:, col].tolist()
+        code that reads a few nodes (arithmetic on numpy scalars costs several times more)."""
+        return (
+            [row[col] for row in self._alloc_rows],
+            [row[col] for row in self._used_rows],
+            [row[col] for row in self._nonzero_rows],
+        )
 
     def __len__(self) -> int:
         return len(self.node_names)
