@@ -24,7 +24,10 @@ from typing import Protocol
 
 __all__ = ["QUEUE_POLICIES", "OrderPolicy", "QueuePolicy", "SortKey", "queue_policy"]
 
-SortKey = tuple[int, float, tuple[float, int], int]
+# (-priority, run time or 0, creation seconds, creation order, seq): flat rather than with the timestamp as a
+# pair inside, which orders the same; the queue's heap compares thousands of them a second, and a nested tuple
+# is compared again at each level (equality to find where they differ, then order).
+SortKey = tuple[int, float, float, int, int]
 
 
 class QueuePolicy(Protocol):
@@ -52,7 +55,7 @@ class OrderPolicy:
 
     def sort_key(self, priority: int, runtime: float, timestamp: tuple[float, int], seq: int) -> SortKey:
         known = runtime if self.by_runtime and not math.isnan(runtime) else math.inf
-        return (-priority, known if self.by_runtime else 0.0, timestamp, seq)
+        return (-priority, known if self.by_runtime else 0.0, timestamp[0], timestamp[1], seq)
 
 
 _: QueuePolicy = OrderPolicy("gang")  # conformance, as upstream declares `var _ FilterPlugin = &Fit{}`
