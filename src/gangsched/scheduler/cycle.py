@@ -17,7 +17,11 @@ from .plugins import BoolArray
 from .podinfo import PodInfo, PodKey
 
 __all__ = [
+    "ERROR",
     "GROUP_UNSCHEDULABLE",
+    "SUCCESS",
+    "UNSCHEDULABLE",
+    "WAIT",
     "Code",
     "GroupAttempt",
     "GroupResult",
@@ -45,6 +49,13 @@ class Code(enum.IntEnum):
     WAIT = 1  # keep going; if this is the final state, the group is Unschedulable
     UNSCHEDULABLE = 2
     ERROR = 3
+
+
+# Code's members by plain name, for the code a cycle runs for every pod: on Python 3.11 reading
+# `Code.SUCCESS` costs about 0.3 us, ten times a global's (EnumType defines __getattr__, which takes every
+# attribute lookup on an enum class off CPython's fast path; 3.12 no longer does), and a lone pod's cycle
+# read them a dozen times.
+SUCCESS, WAIT, UNSCHEDULABLE, ERROR = Code.SUCCESS, Code.WAIT, Code.UNSCHEDULABLE, Code.ERROR
 
 
 @dataclass(slots=True)
@@ -88,7 +99,7 @@ class GroupResult:
         PostFilter ran)."""
         if key in self.failures:
             return self.failures[key]
-        if key in self.fit and self.code == Code.UNSCHEDULABLE:
+        if key in self.fit and self.code == UNSCHEDULABLE:
             return self.message if waiting else group_unschedulable(self.message)
         return self.cycle_message or self.message
 
@@ -101,19 +112,19 @@ def min_count_code(m: int, scheduled: int, remaining: int) -> Code:
     """`min_count_feasibility`'s code alone (a cycle asks it after every pod; only the last check's message
     is reported)."""
     if scheduled + remaining < m:
-        return Code.UNSCHEDULABLE
+        return UNSCHEDULABLE
     if scheduled < m:
-        return Code.WAIT
-    return Code.SUCCESS
+        return WAIT
+    return SUCCESS
 
 
 def min_count_feasibility(m: int, scheduled: int, remaining: int) -> tuple[Code, str]:
     """Upstream's GangScheduling PlacementFeasible, for a PodGroup (m = minCount) or a CompositePodGroup
     (m = minGroupCount); a group without a gang policy counts as m = 1 (its getMinCount)."""
     code = min_count_code(m, scheduled, remaining)
-    if code == Code.UNSCHEDULABLE:
+    if code == UNSCHEDULABLE:
         return code, f"minCount ({m}) cannot be satisfied: {scheduled} scheduled, {remaining} remaining"
-    if code == Code.WAIT:
+    if code == WAIT:
         return code, f"minCount ({m}) is not yet satisfied: {scheduled} scheduled, {remaining} remaining"
     return code, ""
 
@@ -148,7 +159,7 @@ def run_group_cycle(
     remaining = len(attempt.pods)
     m = _min_count(attempt)
     result = GroupResult(min_count_code(m, scheduled, remaining), "", revert=revert)
-    if result.code >= Code.UNSCHEDULABLE:
+    if result.code >= UNSCHEDULABLE:
         # infeasible before any pod is tried: upstream wraps the status in errPodGroupUnschedulable
         _, message = min_count_feasibility(m, scheduled, remaining)
         result.message = result.cycle_message = group_unschedulable(message)
@@ -163,21 +174,21 @@ def run_group_cycle(
             undo.append(ev.reserve(pi, found))
             result.placed.append((pi, found))
             scheduled += 1
-        if min_count_code(m, scheduled, remaining) >= Code.UNSCHEDULABLE:
+        if min_count_code(m, scheduled, remaining) >= UNSCHEDULABLE:
             break
     # The check after the last pod tried is the one the cycle reports.
     result.code, result.message = feasibility(attempt, scheduled, remaining)
-    if result.code == Code.WAIT:
+    if result.code == WAIT:
         result.code, result.message, result.wrapped = (
-            Code.UNSCHEDULABLE,
+            UNSCHEDULABLE,
             group_unschedulable(result.message),
             True,
         )
-    if result.code == Code.SUCCESS and not result.placed:
+    if result.code == SUCCESS and not result.placed:
         # upstream requires one pod scheduled in the cycle for a success (runRootSchedulingAlgorithm)
-        result.code, result.message, result.wrapped = Code.UNSCHEDULABLE, GROUP_UNSCHEDULABLE, True
+        result.code, result.message, result.wrapped = UNSCHEDULABLE, GROUP_UNSCHEDULABLE, True
         result.none_placed = True
-    if result.code != Code.SUCCESS:
+    if result.code != SUCCESS:
         revert()
         result.fit = {pi.key for pi, _ in result.placed}
         result.placed = []

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from .cycle import Code, group_unschedulable
+from .cycle import ERROR, SUCCESS, UNSCHEDULABLE, Code, group_unschedulable
 from .decision import Binding, ClaimReservation, Condition, ConditionChange, Decision, Notice, VolumeBinding
 from .podinfo import PodInfo, PodKey
 from .tree import TreeNode, TreeResult
@@ -56,11 +56,11 @@ def group_condition(
     )
     if current is not None and current.status == "True":
         return
-    if code == Code.SUCCESS:
+    if code == SUCCESS:
         condition = Condition(ctype, "True", "Scheduled", "")
     elif invalid and kind == "CompositePodGroup":
         condition = Condition(ctype, "False", "Invalid", message)
-    elif code == Code.ERROR:
+    elif code == ERROR:
         condition = Condition(ctype, "False", "SchedulerError", message)
     else:
         condition = Condition(ctype, "False", "Unschedulable", message)
@@ -97,7 +97,7 @@ def record_tree(
         parent = owner.setdefault(n.key, n.key)  # the root's status is its own
         for c in n.children:
             own = result.per_group.get(c.key)
-            shares = own is None or (own[0] == Code.SUCCESS and _status(result, parent)[0] != Code.SUCCESS)
+            shares = own is None or (own[0] == SUCCESS and _status(result, parent)[0] != SUCCESS)
             owner[c.key] = parent if shares else c.key
     sharing = Counter(owner.values())
 
@@ -119,9 +119,9 @@ def record_tree(
             pass  # its results were replaced by its parent's: what it found itself is not reported
         elif pi.key in result.failures:
             message = result.failures[pi.key]
-        elif pi.key in result.fit and code == Code.UNSCHEDULABLE:
+        elif pi.key in result.fit and code == UNSCHEDULABLE:
             message = after(key) if waiting else group_unschedulable(after(key))
-        reason = "SchedulerError" if code == Code.ERROR and not invalid else "Unschedulable"
+        reason = "SchedulerError" if code == ERROR and not invalid else "Unschedulable"
         pod_failed(d, pi, reason, message)
     for n in nodes:
         code, _ = before(n.key)

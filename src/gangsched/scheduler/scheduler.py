@@ -19,7 +19,7 @@ from ..store.change import Change
 from .backfill_settings import BackfillSettings
 from .claims_stage import CLAIM_KINDS, ClaimsStage
 from .consistency import pod_group_error, tree_error
-from .cycle import Code, GroupAttempt, GroupResult, run_group_cycle
+from .cycle import ERROR, SUCCESS, UNSCHEDULABLE, GroupAttempt, GroupResult, run_group_cycle
 from .cycle_rng import CycleRng
 from .decision import (
     ClaimReservation,
@@ -785,7 +785,7 @@ class Scheduler:
             pg, pending, bound, preemption_policy_gate=self.gates.pod_group_preemption_policy
         )
         if error:
-            return self._finish(root, pg, pending, GroupResult(Code.ERROR, error), now)
+            return self._finish(root, pg, pending, GroupResult(ERROR, error), now)
         allowed = self._backfill_nodes(root, now)
         if self._bound_fails(root, pg, pending, len(bound), now, allowed):
             return Decision()
@@ -925,17 +925,17 @@ class Scheduler:
         waiting = post is not None and post.waiting
         for pi in pods:
             if pi.key not in placed:
-                reason = "SchedulerError" if result.code == Code.ERROR else "Unschedulable"
+                reason = "SchedulerError" if result.code == ERROR else "Unschedulable"
                 pod_failed(d, pi, reason, result.pod_message(pi.key, waiting=waiting))
         if pg is not None:
             group_condition(d, "PodGroup", pg, result.code, result.message)
-        if result.code == Code.SUCCESS and len(placed) == len(pods):
+        if result.code == SUCCESS and len(placed) == len(pods):
             self._done(root)
         else:
             left = [pi for pi in pods if pi.key not in placed]
-            need = None if result.code == Code.ERROR else self._room_need(root.priority, pg, left, bound)
+            need = None if result.code == ERROR else self._room_need(root.priority, pg, left, bound)
             self._failed(d, root, now, len(pods), need, explain=pg is not None and not waiting)
-        if post is None and result.code == Code.ERROR:
+        if post is None and result.code == ERROR:
             post = _error_post_filter(pods, self._nominated)
         if post is not None:
             d.extend(self._apply_post_filter(root, post, now))
@@ -956,7 +956,7 @@ class Scheduler:
         backfill a preemption that would delay a reservation is dropped (nothing evicted, nominations as
         they were), one that needs no victim too: its dry run, on every node, may nominate the root where
         its own cycle may not go, and the room the nomination holds would keep the reserved root out."""
-        if result.code != Code.UNSCHEDULABLE:
+        if result.code != UNSCHEDULABLE:
             return None
         post = self._post_filter(root.key, group, pods, result, rerun, bound)
         if (
@@ -1117,7 +1117,7 @@ class Scheduler:
         error = invalid or tree_error(self.store, root.key, nodes, pending)
         rerun = None
         if error:
-            result = TreeResult(Code.ERROR, error)
+            result = TreeResult(ERROR, error)
         else:
             allowed = self._backfill_nodes(root, now)
             ev, limit = self._evaluator(), self.profile.placement_limit
@@ -1150,11 +1150,11 @@ class Scheduler:
         record_tree(
             d, self.store, nodes, pending, placed, result, invalid=invalid, appended=appended, waiting=waiting
         )
-        if result.code == Code.SUCCESS and len(placed) == len(pending):
+        if result.code == SUCCESS and len(placed) == len(pending):
             self._done(root)
         else:
             self._failed(d, root, now, len(pending), None, explain=not waiting)  # trees: no room bound
-        if post is None and result.code == Code.ERROR:
+        if post is None and result.code == ERROR:
             post = _error_post_filter(pending, self._nominated)
         if post is not None:
             d.extend(self._apply_post_filter(root, post, now))
