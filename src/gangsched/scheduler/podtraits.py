@@ -83,16 +83,19 @@ class PodTraits:
     # The spread constraints are the system defaults (default_spread.py): scoring does not require nodes to
     # carry every key (upstream's requireAllTopologies is false for them).
     spread_defaulted: bool = False
+    # Whether other pods' scheduling must look at this pod's own affinity terms: read for every pod placed
+    # or tried (the snapshot's pod log, the evaluator's pods-stage check), so worked out once per interned
+    # traits rather than on every read.
+    carries_terms: bool = field(init=False)
 
-    @property
-    def carries_terms(self) -> bool:
-        """Whether other pods' scheduling must look at this pod's own affinity terms."""
-        return bool(
+    def __post_init__(self) -> None:
+        terms = (
             self.required_affinity
             or self.required_anti_affinity
             or self.preferred_affinity
             or self.preferred_anti_affinity
         )
+        object.__setattr__(self, "carries_terms", bool(terms))
 
 
 def _label_keys(keys: list[str] | None, operator: str, labels: Mapping[str, str]) -> tuple[Requirement, ...]:
