@@ -106,6 +106,10 @@ class Profile:
     recovery: Recovery = WAIT  # members lost after admission: read by the simulator (recovery.py)
 
 
+def _priority_then_arrival(pi: PodInfo) -> tuple[int, int]:
+    return -pi.priority, pi.order
+
+
 def _min_count(pg: Any) -> tuple[bool, int]:
     gang = pg.spec.schedulingPolicy.gang
     return (True, int(gang.minCount)) if gang is not None else (False, 1)
@@ -805,11 +809,18 @@ class Scheduler:
     def _group_members(self, group: tuple[str, str]) -> tuple[list[PodInfo], list[PodInfo]]:
         """(pending members this cycle tries, in priority then arrival order; bound members still running,
         which count toward minCount: terminal pods have left the cache upstream)."""
-        members = [self._pods[k] for k in self._members.get(group, ())]
-        pending = sorted(
-            (pi for pi in members if self._schedulable(pi)), key=lambda pi: (-pi.priority, pi.order)
-        )
-        bound = [pi for pi in members if pi.pod.spec.nodeName and not self._terminal(pi)]
+        pending: list[PodInfo] = []
+        bound: list[PodInfo] = []
+        gated = self._gated
+        for key in self._members.get(group, ()):  # one pass: every gang cycle reads all its members
+            pi = self._pods[key]
+            if is_terminal(pi.pod):
+                continue
+            if pi.pod.spec.nodeName:
+                bound.append(pi)
+            elif key not in gated and self._ours(pi):  # `_schedulable`
+                pending.append(pi)
+        pending.sort(key=_priority_then_arrival)
         return pending, bound
 
     def placer(self, key: RootKey) -> Placer | None:
