@@ -9,8 +9,8 @@ new stage when any of them changes):
 - `dynamic(pi, nodes)`: rejections that depend on what is placed or reserved (ReadWriteOncePod users, CSI
   attach counts, PVs and devices taken earlier in this cycle), per plugin in upstream's order, and which of
   them preemption cannot lift (VolumeBinding, DynamicResources: UnschedulableAndUnresolvable upstream; the
-  ReadWriteOncePod and attach-limit rejections, `PREEMPTIBLE_CLAIM_PLUGINS`, are Unschedulable: evicting
-  pods may lift them);
+  ReadWriteOncePod and attach-limit rejections, `PREEMPTIBLE_CLAIM_PLUGINS` in claims_plugins.py, are
+  Unschedulable: evicting pods may lift them);
 - `reserve(pi, node)`: choose the PVs and allocate the devices on the chosen node and keep them taken until
   the returned undo runs (a failed gang cycle reverts them with its placements);
 - `decided(pod)`: the VolumeBindings and ClaimReservations for the Decision once the pod binds;
@@ -32,6 +32,7 @@ import numpy as np
 from lightkube.models import core_v1
 
 from .claims import ClaimState, ClaimUse, PodClaims, pod_claims
+from .claims_plugins import DRA_NAME
 from .decision import ClaimReservation, VolumeBinding
 from .devices import Allocation, AllocationError, DeviceCatalog, allocate, allocate_simple, simple_request
 from .extended import (
@@ -53,36 +54,14 @@ from .podinfo import PodInfo, PodKey
 from .snapshot import Snapshot
 from .volumes import STORAGE_KINDS, PodVolumes, Reservations, VolumeCatalog, pod_claim_names, pod_volumes
 
-__all__ = [
-    "CLAIM_KINDS",
-    "DRA_NAME",
-    "DRA_WEIGHT",
-    "PREEMPTIBLE_CLAIM_PLUGINS",
-    "ClaimsStage",
-    "PodClaimState",
-]
+__all__ = ["ClaimsStage", "PodClaimState"]
 
-# The kinds the stage reads: the volume catalog's, then the device catalog's and claims.
-CLAIM_KINDS = (
-    *STORAGE_KINDS,
-    "DeviceClass",
-    "ResourceSlice",
-    "DeviceTaintRule",
-    "ResourceClaim",
-    "ResourceClaimTemplate",
-)
-
-DRA_NAME = "DynamicResources"
-DRA_WEIGHT = 2
 FIRST_AVAILABLE_MAX = 8  # resourceapi.FirstAvailableDeviceRequestMaxSize
 CANNOT_ALLOCATE = "cannot allocate all claims"
 NOT_ON_NODE = "resourceclaim not available on the node"
 # Upstream's filter order: these four come right after NodeResourcesFit, DynamicResources after
 # InterPodAffinity.
 VOLUME_PLUGINS = (restrictions.NAME, limits.NAME, binding.NAME, zone.NAME)
-# Their rejections are Unschedulable upstream (not ...AndUnresolvable): preemption may evict a
-# ReadWriteOncePod claim's user or a pod holding CSI attachments (both plugins re-run in the dry run).
-PREEMPTIBLE_CLAIM_PLUGINS = frozenset({restrictions.NAME, limits.NAME})
 
 
 @dataclass(slots=True)

@@ -16,12 +16,12 @@ from array import array
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
-from .claims_stage import DRA_NAME, DRA_WEIGHT, PREEMPTIBLE_CLAIM_PLUGINS, ClaimsStage
+from .claims_plugins import DRA_NAME, DRA_WEIGHT, PREEMPTIBLE_CLAIM_PLUGINS
 from .domains import DomainBests, DomainSums, NodeValues, retie
 from .plugins import (
     BoolArray,
@@ -47,6 +47,9 @@ from .plugins import (
 from .podcounts import PodsView
 from .podinfo import PodInfo, PodKey
 from .snapshot import PodVector, Snapshot
+
+if TYPE_CHECKING:  # built and imported by the scheduler once a pod uses claims (claims_plugins.py)
+    from .claims_stage import ClaimsStage
 
 __all__ = [
     "FILTERS",

@@ -17,7 +17,7 @@ from ..api.duration import DurationError, duration_of
 from ..api.gates import FeatureGates
 from ..store.change import Change
 from .backfill_settings import BackfillSettings
-from .claims_stage import CLAIM_KINDS, ClaimsStage
+from .claims_plugins import CLAIM_KINDS
 from .consistency import pod_group_error, tree_error
 from .cycle import ERROR, SUCCESS, UNSCHEDULABLE, GroupAttempt, GroupResult, run_group_cycle
 from .cycle_rng import CycleRng
@@ -50,11 +50,13 @@ from .tree import TreeNode, TreeResult, evaluate_root
 if TYPE_CHECKING:
     from ..store.store import Store
     from .backfill import Backfill
+    from .claims_stage import ClaimsStage
     from .postfilter import PostFilterResult
 
 # Backfill (backfill.py, plan.py) and PostFilter (postfilter.py: preemption, claims_postfilter.py) are
 # imported where they are first used: a scheduler without backfill whose cycles all succeed never needs
-# them, and importing them cost `gangsched schedule` about 0.01-0.02 s of its start.
+# them, and importing them cost `gangsched schedule` about 0.01-0.02 s of its start. So is the claims stage
+# (claims_stage.py: volumes and devices), built once a pod uses claims (`_claims_stage`).
 
 __all__ = ["SCHEDULING_GATES_MESSAGE", "WHY_PENDING", "Placer", "Profile", "Scheduler"]
 
@@ -142,6 +144,7 @@ class Scheduler:
         self._dra_resources = frozenset(resource_classes(store.list("DeviceClass")))
         self._snap: Snapshot | None = None
         self._ev: Evaluator | None = None
+        self._claims_used = False  # some pod uses claims: the evaluator has a claims stage (`_note_claims`)
         self._pods: dict[PodKey, PodInfo] = {}
         self._members: dict[tuple[str, str], set[PodKey]] = {}
         self._gated: dict[PodKey, str] = {}
@@ -274,6 +277,7 @@ class Scheduler:
         self._snap = self._ev = None
         for pi in self._pods.values():
             pi.claims = self._uses_claims(pi)
+            self._note_claims(pi)
 
     def _uses_claims(self, pi: PodInfo) -> bool:
         """Whether the claims stage filters the pod: claims or volumes, or a resource a DeviceClass serves."""
@@ -337,6 +341,7 @@ class Scheduler:
             if self._dra_resources and not pi.claims:
                 pi.claims = self._uses_claims(pi)
             self._pods[key] = pi
+            self._note_claims(pi)
             if pi.group is not None:
                 self._members.setdefault(pi.group, set()).add(key)
         else:
@@ -691,12 +696,8 @@ class Scheduler:
                 disabled=self.profile.disabled_plugins,
                 namespace_labels=self._namespace_labels,
             )
-            self._ev.claims = ClaimsStage(
-                self.store,
-                snap,
-                self._pods,
-                workload_claims=self.gates.enabled("DRAWorkloadResourceClaims"),
-            )
+            if self._claims_used:
+                self._ev.claims = self._claims_stage(snap)
             for key, pi in self._pods.items():
                 pod = pi.pod
                 if pod.spec.nodeName and not is_terminal(pod):
@@ -706,6 +707,23 @@ class Scheduler:
             for key, node_name in self._nominated.items():
                 self._hold(key, node_name)
         return self._ev
+
+    def _note_claims(self, pi: PodInfo) -> None:
+        """Once a pod uses claims, the evaluator has a claims stage (built now if the evaluator exists). Until
+        then it needs none: the stage filters only such pods, and what it carries from cycle to cycle (volumes
+        and devices taken, allocations not yet in the store) comes only from reserving them, so a stage built
+        from the store at this point is the one that would have followed the store's changes all along."""
+        if pi.claims and not self._claims_used:
+            self._claims_used = True
+            if self._ev is not None:
+                self._ev.claims = self._claims_stage(self._ev.snap)
+
+    def _claims_stage(self, snap: Snapshot) -> ClaimsStage:
+        from .claims_stage import ClaimsStage  # with devices.py and claims.py: see the note on imports above
+
+        return ClaimsStage(
+            self.store, snap, self._pods, workload_claims=self.gates.enabled("DRAWorkloadResourceClaims")
+        )
 
     def _namespace_labels(self, namespace: str) -> dict[str, str]:
         """A Namespace's labels, with the `kubernetes.io/metadata.name` label kube-apiserver sets on every
