@@ -69,13 +69,15 @@ def test_kept_state_equals_a_fresh_computation_at_every_plan(
 ) -> None:
     checked = {"plans": 0, "running": 0, "waiting": 0, "reused": 0}
     replan, get = Backfill.replan, EarliestStarts.get
-    counts: dict[int, Any] = {}  # snapshot version -> what the snapshot counted then
+    # snapshot version -> (the snapshot, what it counted then); the snapshot itself, not its id(): a dropped
+    # snapshot's id may be reused by the next one, whose versions start again
+    counts: dict[int, Any] = {}
 
     def checking(self: Backfill, now: float) -> None:
         settings = self.settings
         snap = self.scheduler.snapshot()
-        seen = (id(snap), dict(snap.placed), dict(snap.nominated), len(snap.resources))
-        assert counts.setdefault(snap.version, seen) == seen or counts[snap.version][0] != id(snap)
+        seen = (snap, dict(snap.placed), dict(snap.nominated), len(snap.resources))
+        assert counts.setdefault(snap.version, seen) == seen or counts[snap.version][0] is not snap
         counts[snap.version] = seen
         fresh = running_work(self.scheduler, now, settings.plan, self.history, {})
         assert _running(self.running(now)) == _running(fresh)
