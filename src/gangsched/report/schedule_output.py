@@ -66,12 +66,13 @@ def as_json(store: Store) -> dict[str, Any]:
 
 def json_text(doc: Any) -> str:
     """`json.dumps(doc, indent=2)`, the same text, encoded in C: the stdlib's indented encoder is pure
-    Python (about a tenth of a second for 10,000 pods). msgspec writes non-ASCII characters as they are and
-    floats in its own notation (1e16 for 1e+16), so a document with either goes through json.dumps (a
-    float is found by reading the encoding back, which is C too). Not the same for infinities and NaN,
-    which are not JSON: written null here, Infinity/NaN by json.dumps; the report has no floats at all."""
+    Python (about a tenth of a second for 10,000 pods). msgspec writes non-ASCII characters and DEL (0x7f,
+    which json.dumps escapes as \\u007f) as they are and floats in its own notation (1e16 for 1e+16), so a
+    document with any of them goes through json.dumps (a float is found by reading the encoding back, which
+    is C too). Not the same for infinities and NaN, which are not JSON: written null here, Infinity/NaN by
+    json.dumps; the report has no floats at all."""
     encoded = msgspec.json.encode(doc)
-    if not encoded.isascii() or _has_float(encoded):
+    if not encoded.isascii() or b"\x7f" in encoded or _has_float(encoded):
         return json.dumps(doc, indent=2)
     return msgspec.json.format(encoded, indent=2).decode()
 
