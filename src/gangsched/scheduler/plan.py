@@ -167,6 +167,50 @@ class _RunningRoot:
     ns_use: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)  # pod_use summed per namespace
 
 
+@dataclass(slots=True)
+class _ByEnd:
+    """The running roots whose start is known, by (expected end, root): the order of a plan's running work,
+    kept sorted as roots change, with their works, releases and pods' arrays laid out in that order. A plan
+    used to concatenate every root's arrays afresh (a few hundred small arrays under a long backlog, after
+    nearly every start under strict FIFO); now a change copies the arrays once, and a plan takes them as they
+    are. Arrays are replaced, never written in place: a Running handed out earlier keeps what it read.
+    `works` and `releases` repeat the entries' own, so that a plan copies two lists rather than reading every
+    entry."""
+
+    keys: list[tuple[float, RootKey]] = field(default_factory=list)
+    entries: list[_RunningRoot] = field(default_factory=list)
+    works: list[RunningWork] = field(default_factory=list)
+    releases: list[float] = field(default_factory=list)
+    counts: list[int] = field(default_factory=list)  # pods of each entry
+    pod_node: npt.NDArray[np.intp] = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
+    pod_use: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+
+    def clear(self, rows: int) -> None:
+        for kept in (self.keys, self.entries, self.works, self.releases, self.counts):
+            kept.clear()
+        self.pod_node = np.zeros(0, dtype=np.intp)
+        self.pod_use = np.zeros((rows, 0), dtype=np.int64)
+
+    def add(self, entry: _RunningRoot, work: RunningWork) -> None:
+        i = bisect.bisect_left(self.keys, (work.end, work.root))
+        at = sum(self.counts[:i])  # where its pods go
+        self.keys.insert(i, (work.end, work.root))
+        self.entries.insert(i, entry)
+        self.works.insert(i, work)
+        self.releases.insert(i, entry.release)
+        self.counts.insert(i, len(entry.pod_node))
+        self.pod_node = np.concatenate([self.pod_node[:at], entry.pod_node, self.pod_node[at:]])
+        self.pod_use = np.concatenate([self.pod_use[:, :at], entry.pod_use, self.pod_use[:, at:]], axis=1)
+
+    def remove(self, work: RunningWork) -> None:
+        i = bisect.bisect_left(self.keys, (work.end, work.root))
+        at = sum(self.counts[:i])
+        n = self.counts[i]
+        del self.keys[i], self.entries[i], self.works[i], self.releases[i], self.counts[i]
+        self.pod_node = np.concatenate([self.pod_node[:at], self.pod_node[at + n :]])
+        self.pod_use = np.concatenate([self.pod_use[:, :at], self.pod_use[:, at + n :]], axis=1)
+
+
 class RunningIndex:
     """The running work, kept between plans: a plan reads it in time proportional to the running roots, and
     only pods that changed since the last read (`pod_changed`) are looked at again, where reading every
@@ -201,10 +245,8 @@ class RunningIndex:
         # the order refreshed; `log_generation` moves when the log starts over (a reset, or it grew long).
         self.log: list[tuple[RootKey, float]] = []
         self.log_generation = 0
-        # Roots whose start is known by (expected end, root): the order of a plan's running work, kept
-        # sorted as roots change; the others start "now" at each plan.
-        self._by_end: list[tuple[float, RootKey]] = []
-        self._in_order: list[_RunningRoot] = []  # the entries of `_by_end`, in its order
+        # Roots whose start is known, by expected end; the others start "now" at each plan.
+        self._by_end = _ByEnd()
         self._startless: dict[RootKey, None] = {}
 
     def pod_changed(self, key: PodKey) -> None:
@@ -264,8 +306,7 @@ class RunningIndex:
             self.usage_changes += 1
             self.log.clear()
             self.log_generation += 1
-            self._by_end.clear()
-            self._in_order.clear()
+            self._by_end.clear(len(snap.resources))
             self._startless.clear()
             keys: Iterable[PodKey] = list(snap.placed)  # the placed pods only: the pending can be many more
         else:
@@ -302,8 +343,7 @@ class RunningIndex:
         for ns, use in entry.ns_use.items():
             self._ns_use[ns] -= use
         if entry.work is not None:
-            i = bisect.bisect_left(self._by_end, (entry.work.end, root))
-            del self._by_end[i], self._in_order[i]
+            self._by_end.remove(entry.work)
         self._startless.pop(root, None)
         if not entry.pods:
             del self._roots[root]
@@ -333,50 +373,50 @@ class RunningIndex:
             end = start + estimate.seconds if estimate.seconds is not None else INFINITE
             entry.work = RunningWork(root, tuple(entry.pods), entry.nodes, start, end, estimate)
             entry.release = self.settings.round_up(end)
-            i = bisect.bisect_left(self._by_end, (end, root))
-            self._by_end.insert(i, (end, root))
-            self._in_order.insert(i, entry)
+            self._by_end.add(entry, entry.work)
         else:
             self._startless[root] = None
         self.log.append((root, max(released, entry.release) if entry.work is not None else INFINITE))
 
     def _assemble(self, now: float) -> Running:
         roots, by_end = self._roots, self._by_end
-        overrun = bisect.bisect_right(by_end, now, key=itemgetter(0))  # expected to have ended by now
-        rows = len(self._snap.resources) if self._snap is not None else 0
-        timeless = not overrun and not self._startless
-        if timeless:  # kept in order already
-            entries = self._in_order
-            works = [e.work for e in entries if e.work is not None]
-            releases = [e.release for e in entries]
-        else:
-            kept = [(e.work, e.release, e) for e in self._in_order[overrun:] if e.work is not None]
-            late = [root for _, root in by_end[:overrun]] + list(self._startless)
-            for root in late:
-                entry = roots[root]
-                work = entry.work
-                if work is None:  # no start known: it starts now
-                    seconds = entry.estimate.seconds
-                    end = now + seconds if seconds is not None else INFINITE
-                    work = RunningWork(root, tuple(entry.pods), entry.nodes, now, end, entry.estimate)
-                if work.end <= now:  # overrun: expected to end any moment now
-                    work = replace(work, end=now + self.settings.resolution, overrun=True)
-                kept.append((work, self.settings.round_up(work.end), entry))
-            kept.sort(key=lambda w: (w[0].end, w[0].root))
-            works, releases, entries = (
-                [w for w, _, _ in kept],
-                [r for _, r, _ in kept],
-                [e for _, _, e in kept],
+        overrun = bisect.bisect_right(by_end.keys, now, key=itemgetter(0))  # expected to have ended by now
+        if not overrun and not self._startless:  # in order already, with the arrays laid out
+            return Running(
+                list(by_end.works),
+                np.array(by_end.releases, dtype=np.float64),
+                np.repeat(np.arange(len(by_end.works), dtype=np.intp), by_end.counts),
+                by_end.pod_node,
+                by_end.pod_use,
+                True,
+                frozenset(roots),
             )
+        rows = len(self._snap.resources) if self._snap is not None else 0
+        kept = list(
+            zip(by_end.works[overrun:], by_end.releases[overrun:], by_end.entries[overrun:], strict=True)
+        )
+        late = [root for _, root in by_end.keys[:overrun]] + list(self._startless)
+        for root in late:
+            entry = roots[root]
+            work = entry.work
+            if work is None:  # no start known: it starts now
+                seconds = entry.estimate.seconds
+                end = now + seconds if seconds is not None else INFINITE
+                work = RunningWork(root, tuple(entry.pods), entry.nodes, now, end, entry.estimate)
+            if work.end <= now:  # overrun: expected to end any moment now
+                work = replace(work, end=now + self.settings.resolution, overrun=True)
+            kept.append((work, self.settings.round_up(work.end), entry))
+        kept.sort(key=lambda w: (w[0].end, w[0].root))
+        entries = [e for _, _, e in kept]
         return Running(
-            works,
-            np.array(releases, dtype=np.float64),
-            np.repeat(np.arange(len(works), dtype=np.intp), [len(e.pods) for e in entries]),
+            [w for w, _, _ in kept],
+            np.array([r for _, r, _ in kept], dtype=np.float64),
+            np.repeat(np.arange(len(kept), dtype=np.intp), [len(e.pods) for e in entries]),
             np.concatenate([e.pod_node for e in entries]) if entries else np.zeros(0, dtype=np.intp),
             np.concatenate([e.pod_use for e in entries], axis=1)
             if entries
             else np.zeros((rows, 0), dtype=np.int64),
-            timeless,
+            False,
             frozenset(roots),
         )
 
