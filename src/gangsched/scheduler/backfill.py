@@ -104,6 +104,9 @@ class Backfill:
     _starts: EarliestStarts = field(default_factory=EarliestStarts)
     # The last `dominant_shares`, with the snapshot and the running work's usage count it was read from.
     _shares: tuple[Any, tuple[int, int], dict[str, float]] | None = None
+    # `allowed`'s masks by the node count and the reservations that hold (their ids; the reservations kept
+    # beside the mask, so that an id is never that of a reservation gone), emptied at each plan.
+    _masks: dict[tuple[int, ...], tuple[tuple[Reservation, ...], BoolArray]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._waiting = WaitingRoots(self.scheduler.queue)
@@ -335,6 +338,7 @@ class Backfill:
                 self.scheduler.queue.move_to_active(queued.key)
             held.append(r)
         self.reservations = {r.root: r for r in held}
+        self._masks.clear()
         self._planned = planned
         self._starts.forget_all_but(looked)
         self.planned_at, self.dirty, self.changed = now, False, False
@@ -376,10 +380,19 @@ class Backfill:
             return None
         est = self.estimate(root).seconds
         end = now + est if est is not None else INFINITE
-        mask = np.ones(len(self.scheduler.snapshot()), dtype=bool)
-        for r in others:
-            if r.holds(now, end):
-                mask[sorted(r.nodes)] = False
+        holding = tuple(r for r in others if r.holds(now, end))
+        # Every cycle asks, and between plans the same few sets of reservations hold: their masks are kept
+        # (read-only, so that no caller can change a kept one) until the next plan.
+        n = len(self.scheduler.snapshot())
+        key = (n, *map(id, holding))
+        kept = self._masks.get(key)
+        if kept is not None:
+            return kept[1]
+        mask = np.ones(n, dtype=bool)
+        for r in holding:
+            mask[sorted(r.nodes)] = False
+        mask.flags.writeable = False
+        self._masks[key] = (holding, mask)
         return mask
 
     def room_check(self, now: float) -> Fits | None:

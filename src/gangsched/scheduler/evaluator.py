@@ -248,9 +248,12 @@ def _retie(c: _Class, values: dict[int, int]) -> None:
 @dataclass(slots=True, eq=False)
 class _Room:
     """How many pods of one class the free capacity of each node holds (0 where its static filters refuse
-    them) and their sum, current with the snapshot's change log up to `synced` in `generation`."""
+    them) and their sum, current with the snapshot's change log up to `synced` in `generation`. The counts
+    are kept twice: as Python ints (`per_node`, read and written one node at a time) and as an array
+    (`array`, for the sums over a mask that backfill asks for many times per release)."""
 
     per_node: list[int]
+    array: npt.NDArray[np.int64]
     total: int
     synced: int
     generation: int
@@ -514,14 +517,14 @@ class Evaluator:
         if room is None or room.generation != snap.generation or len(changed) > room.synced + _ROOM_LOG:
             room = self._rooms[c.key] = self._room_everywhere(c)
         elif room.synced < len(changed):
-            per_node = room.per_node
+            per_node, array = room.per_node, room.array
             for col in set(changed[room.synced :]):
                 count = self._room_on(c, col)
                 room.total += count - per_node[col]
-                per_node[col] = count
+                per_node[col] = array[col] = count
             room.synced = len(changed)
         if nodes is not None:
-            return int(np.asarray(room.per_node, dtype=np.int64)[nodes].sum())
+            return int(room.array[nodes].sum())
         return room.total
 
     def _room_everywhere(self, c: _Class) -> _Room:
@@ -530,8 +533,9 @@ class Evaluator:
         for i, (row, v) in enumerate(c.vec.rows):
             fits = (snap.alloc[row] - snap.used[row]) // v
             room = fits if i == 0 else np.minimum(room, fits)
-        per_node = np.where(c.static_ok, np.maximum(room, 0), 0).tolist()
-        return _Room(per_node, sum(per_node), len(snap.changed), snap.generation)
+        array = np.where(c.static_ok, np.maximum(room, 0), 0).astype(np.int64)
+        per_node = array.tolist()
+        return _Room(per_node, array, sum(per_node), len(snap.changed), snap.generation)
 
     def _room_on(self, c: _Class, col: int) -> int:
         """`_room_everywhere` on one node, in scalar code (the same integers)."""
