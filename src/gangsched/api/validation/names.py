@@ -18,6 +18,7 @@ __all__ = [
     "is_extended_resource_name",
     "label_key",
     "path_segment_name",
+    "regex_error",
 ]
 
 _LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -43,7 +44,7 @@ _QNAME_MSG = (
 )
 
 
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
+def regex_error(msg: str, fmt: str, *examples: str) -> str:
     """Upstream's RegexError, including its double space between examples."""
     if not examples:
         return f"{msg} (regex used for validation is '{fmt}')"
@@ -60,7 +61,7 @@ def dns1123_label(value: str) -> list[str]:
     if len(value) > 63:
         errs.append(_max_len(63))
     if not _LABEL.match(value):
-        errs.append(_regex_error(_LABEL_MSG, _LABEL_FMT, "my-name", "123-abc"))
+        errs.append(regex_error(_LABEL_MSG, _LABEL_FMT, "my-name", "123-abc"))
     return errs
 
 
@@ -74,7 +75,7 @@ def dns1035_label(value: str) -> list[str]:
             "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
             "alphabetic character, and end with an alphanumeric character"
         )
-        errs.append(_regex_error(msg, _DNS1035_FMT, "my-name", "abc-123"))
+        errs.append(regex_error(msg, _DNS1035_FMT, "my-name", "abc-123"))
     return errs
 
 
@@ -83,7 +84,7 @@ def dns1123_subdomain(value: str) -> list[str]:
     if len(value) > 253:
         errs.append(_max_len(253))
     if not _SUBDOMAIN.match(value):
-        errs.append(_regex_error(_SUBDOMAIN_MSG, _SUBDOMAIN_FMT, "example.com"))
+        errs.append(regex_error(_SUBDOMAIN_MSG, _SUBDOMAIN_FMT, "example.com"))
     return errs
 
 
@@ -102,7 +103,7 @@ def label_key(value: str) -> list[str]:
     else:
         return [
             "a qualified name "
-            + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
+            + regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc")
             + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
         ]
     if not name:
@@ -110,7 +111,7 @@ def label_key(value: str) -> list[str]:
     elif len(name) > 63:
         errs.append("name part " + _max_len(63))
     if not _QNAME.match(name):
-        errs.append("name part " + _regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc"))
+        errs.append("name part " + regex_error(_QNAME_MSG, _QNAME_FMT, "MyName", "my.name", "123-abc"))
     return errs
 
 

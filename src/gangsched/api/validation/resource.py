@@ -8,19 +8,26 @@ that does not compile is refused here, as the API server refuses it, rather than
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..cel import CelError, compile_selector
 from ..errors import FieldError, duplicate, forbidden, invalid, not_supported, required
 from .common import label_name, subdomain_name
 from .meta import label_value
-from .names import is_extended_resource_name, label_key
+from .names import dns1123_subdomain, is_extended_resource_name, label_key, regex_error
 
 __all__ = ["device_class", "device_taint_rule", "resource_claim_spec", "resource_slice"]
 
 ALLOCATION_MODES = ["All", "ExactCount"]
 TAINT_EFFECTS = ["NoExecute", "NoSchedule", "None"]  # validDeviceTaintEffects, sorted as sets.List
 TOLERATION_OPERATORS = ["Equal", "Exists"]
+_C_IDENTIFIER_FMT = "[A-Za-z_][A-Za-z0-9_]*"
+_C_IDENTIFIER = re.compile(f"^{_C_IDENTIFIER_FMT}$")
+_C_IDENTIFIER_MSG = (
+    "a valid C identifier must start with alphabetic character or '_', followed by a string of alphanumeric "
+    "characters or '_'"
+)
 _ONE_REQUEST_TYPE = "exactly one of `exactly` or `firstAvailable` is required"
 _ONE_DEVICE_NODE_SELECTION = (
     "exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required when `perDeviceNodeSelection` is "
@@ -229,13 +236,50 @@ def resource_slice(rs: Any) -> list[FieldError]:
         for j, taint in enumerate(device.taints or []):
             errors += _taint(f"{where}.taints[{j}]", taint)
         errors += _device_node_selection(where, device, spec.perDeviceNodeSelection is True)
+        for name in device.attributes or {}:
+            errors += _qualified_name(f"{where}.attributes", name)
+        for name in device.capacity or {}:
+            errors += _qualified_name(f"{where}.capacity", name)
         if not device.allowMultipleAllocations:
-            for name, capacity in sorted((device.capacity or {}).items()):
+            for name, capacity in sorted((device.capacity or {}).items(), key=lambda item: str(item[0])):
                 policy = capacity.get("requestPolicy") if isinstance(capacity, dict) else None
                 if policy is not None:
                     path = f"{where}.capacity[{name}].requestPolicy"
                     errors.append(forbidden(path, "allowMultipleAllocations must be true"))
     return errors
+
+
+def _qualified_name(path: str, name: Any) -> list[FieldError]:
+    """validateQualifiedName, for the names of a device's attributes and capacities (validateMap reports a
+    key's errors at the map's path): a C identifier, or a domain (a driver name: ValidateCSIDriverName's
+    DNS subdomain, lower-cased) and a C identifier separated by a slash. More than one slash is let through,
+    as upstream still does (its TODO). A YAML key such as `1:` reaches the API server as the string "1"
+    (JSON keys are strings), which is not a C identifier. Lengths are not checked."""
+    name = str(name)
+    parts = name.split("/")
+    if len(parts) == 1:
+        return _c_identifier(path, parts[0])
+    if len(parts) != 2:
+        return []
+    domain, identifier = parts
+    errors: list[FieldError] = []
+    if not domain:
+        errors.append(invalid(path, "", "the domain must not be empty"))
+    else:
+        errors += [invalid(path, domain, m) for m in dns1123_subdomain(domain.lower())]
+    if not identifier:
+        errors.append(invalid(path, "", "the name must not be empty"))
+    else:
+        errors += _c_identifier(path, identifier)
+    return errors
+
+
+def _c_identifier(path: str, value: str) -> list[FieldError]:
+    """content.IsCIdentifier, with its message."""
+    if _C_IDENTIFIER.match(value):
+        return []
+    message = regex_error(_C_IDENTIFIER_MSG, _C_IDENTIFIER_FMT, "my_name", "MY_NAME", "MyName")
+    return [invalid(path, value, message)]
 
 
 def _device_node_selection(where: str, device: Any, per_device: bool) -> list[FieldError]:
