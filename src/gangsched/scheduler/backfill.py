@@ -30,7 +30,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -229,10 +229,12 @@ class Backfill:
         waited_h = max(0.0, now - self.submitted(root, now)) / 3600.0
         return root.priority + min(s.aging_cap, s.aging_rate * waited_h)
 
-    def order(self, now: float, limit: int | None = None) -> list[QueuedRoot]:
+    def order(self, now: float, limit: int | None = None) -> Iterator[QueuedRoot]:
         """Roots that failed a cycle and still wait, by effective priority, then (with fair share) their
         namespace's weighted dominant share, then creation, then arrival; only the first `limit` when given
-        (a plan looks at `max_job_test`: a partial sort of the backlog, the same roots in the same order)."""
+        (a plan looks at `max_job_test`: a partial sort of the backlog, the same roots in the same order).
+        Without aging they are read lazily off the sorted waiting roots, as the plan goes (see
+        WaitingRoots.first: nothing may fail or leave until the plan is done)."""
         shares = self.dominant_shares() if self.settings.fair_share is not None else {}
         aging = self.settings.aging_rate > 0 and self.settings.aging_cap > 0
         if not aging:  # the order does not move with time: read it off the sorted waiting roots
@@ -243,8 +245,8 @@ class Backfill:
             return (-self.effective_priority(r, now), shares.get(r.key[1], 0.0), r.timestamp, r.seq)
 
         if limit is not None and limit < len(waiting):
-            return heapq.nsmallest(limit, waiting, key=key)
-        return sorted(waiting, key=key)
+            return iter(heapq.nsmallest(limit, waiting, key=key))
+        return iter(sorted(waiting, key=key))
 
     def dominant_shares(self) -> dict[str, float]:
         """Each namespace's dominant resource share (DRF: Ghodsi et al., NSDI 2011) of what its running pods

@@ -34,6 +34,7 @@ class WaitingRoots:
         self._groups: dict[_Group, list[_Entry]] = {}
         self._where: dict[RootKey, tuple[_Group, _Entry]] = {}
         self._priority_changes = queue.priority_changes
+        self._stale: list[RootKey] = []  # entries `first` found stale, dropped at its next read
 
     def failed(self, key: RootKey) -> None:
         """`key` failed a cycle: it waits (again) from now on, under its present priority."""
@@ -66,16 +67,19 @@ class WaitingRoots:
             self.failed(root.key)
         self._priority_changes = self.queue.priority_changes
 
-    def first(self, limit: int | None, share: Callable[[str], float]) -> list[QueuedRoot]:
+    def first(self, limit: int | None, share: Callable[[str], float]) -> Iterator[QueuedRoot]:
         """The first `limit` waiting roots (all when None) by (-priority, share(namespace), creation,
-        arrival), as `sorted` over every queued root with attempts would give them."""
+        arrival), as `sorted` over every queued root with attempts would give them, read lazily: a plan
+        at depth 1 mostly reads one or two of its `max_job_test`, and reading all of them (a queue look-up
+        each) was most of a fair-share plan's order. The lists must not change while it is read (nothing
+        fails or leaves during a plan); stale entries met are dropped at the next read."""
+        self._drop_stale()
         if self._priority_changes != self.queue.priority_changes:
             self._rebuild()
         order = sorted(self._groups, key=lambda g: (-(g[0] + 0.0), share(g[1])))
-        out: list[QueuedRoot] = []
-        stale: list[RootKey] = []
+        given = 0
         i = 0
-        while i < len(order) and (limit is None or len(out) < limit):
+        while i < len(order) and (limit is None or given < limit):
             head = (-(order[i][0] + 0.0), share(order[i][1]))
             j = i + 1
             while j < len(order) and (-(order[j][0] + 0.0), share(order[j][1])) == head:
@@ -85,12 +89,17 @@ class WaitingRoots:
             for _, _, key in merged:
                 root = self.queue.get(key)
                 if root is None or not root.attempts:  # left, or queued anew and not failed since
-                    stale.append(key)
+                    self._stale.append(key)
                     continue
-                out.append(root)
-                if limit is not None and len(out) >= limit:
-                    break
+                yield root
+                given += 1
+                if limit is not None and given >= limit:
+                    return
             i = j
+
+    def _drop_stale(self) -> None:
+        stale, self._stale = self._stale, []
         for key in stale:
-            self.discard(key)
-        return out
+            root = self.queue.get(key)
+            if root is None or not root.attempts:  # still stale: it may have failed again since
+                self.discard(key)
