@@ -12,6 +12,8 @@ n3: 1 GPU until 500 (540). Candidate times: 0, 120, 240, 300, 420, 540. Whole 4-
   240 it would run into the reservation on n0, the only whole node: no; 300: n1 only (n0 held): no; 420: n1,
   n2: yes; 540: yes.
 - gang of 2 x 3 GPUs, anywhere: nodes with 3 free GPUs: 0: n3 only; 120: n0 and n3: 120, 240, 300, 420, 540.
+- gang of 4 x 4 GPUs in one rack: a rack has two nodes: never (not even at 540, when all is free, which is
+  checked first: free room only grows with time).
 """
 
 from __future__ import annotations
@@ -50,8 +52,9 @@ def _running() -> list[dict[str, Any]]:
         (2, 4, True, False, [300.0, 420.0, 540.0]),
         (2, 4, False, True, [420.0, 540.0]),
         (2, 3, False, False, [120.0, 240.0, 300.0, 420.0, 540.0]),
+        (4, 4, True, False, []),
     ],
-    ids=["three-whole-nodes", "one-rack", "around-a-reservation", "three-of-four-gpus"],
+    ids=["three-whole-nodes", "one-rack", "around-a-reservation", "three-of-four-gpus", "more-than-a-rack"],
 )
 @pytest.mark.parametrize("chunk", [1, 2, 4, 100])
 def test_the_times_a_gang_could_fit(

@@ -470,7 +470,12 @@ def _could_fit(
     takes the first time whose trial succeeds, mostly the first or second candidate (strict FIFO's new head
     fits once the next work ends), where the capacity at all of them (a hundred or more under a long
     backlog) was most of a fresh plan. Everything is read before the first time is given, so the trials
-    that run between the steps (which change the snapshot and put it back) change nothing here."""
+    that run between the steps (which change the snapshot and put it back) change nothing here.
+
+    Free room only grows with time (work is released, none added), so the last candidate has the most on
+    every node: when the root does not fit then, even with no reservation in its way, it fits at no time,
+    and no step is computed. Most of a fair-share plan's checks end there (its head waits for more than the
+    work released by the time EarliestStarts' partial reuse tries up to)."""
     if place.tree or len({pi.signature for pi in place.pods}) != 1 or not len(times):
         yield from times.tolist()
         return
@@ -497,6 +502,15 @@ def _could_fit(
             values = snap.label_values.get(place.topology_key, {})
             allowed &= np.isin(codes, [values[d] for d in place.fixed_domains if d in values])
         domains = (np.where(allowed, codes, 0), ~allowed, max(int(codes.max()) + 1, 1))
+    if n_times > chunk:  # the last candidate first (see above)
+        given = np.flatnonzero(pod_k < n_times)
+        last = free.copy()
+        for i in range(len(rows)):
+            np.add.at(last[i], pod_node[given], pod_use[i, given])
+        cap = np.maximum(last[None, :, :] // need, 0).min(axis=1)
+        cap[:, refused] = 0
+        if not _enough(cap, place.needs, domains)[0]:
+            return
     lo, size = 0, chunk
     while lo < n_times:
         hi = min(n_times, lo + size)
@@ -512,16 +526,23 @@ def _could_fit(
         cap[:, refused] = 0
         for start, end, cols in held:
             cap[np.flatnonzero((span < end) & (start < span + duration))[:, None], cols[None, :]] = 0
-        if domains is None:
-            fits = cap.sum(axis=1) >= place.needs
-        else:
-            domain_of, outside, n_domains = domains
-            cap[:, outside] = 0
-            per_domain = np.zeros((hi - lo, n_domains), dtype=np.int64)
-            np.add.at(per_domain.T, domain_of, cap.T)
-            fits = per_domain.max(axis=1) >= place.needs
-        yield from span[fits].tolist()
+        yield from span[_enough(cap, place.needs, domains)].tolist()
         lo, size = hi, size * 2
+
+
+def _enough(
+    cap: npt.NDArray[np.int64], needs: int, domains: tuple[npt.NDArray[Any], BoolArray, int] | None
+) -> npt.NDArray[np.bool_]:
+    """Per row of `cap` (how many of the root's pods each node takes at one time; changed here): whether
+    the nodes take `needs` of them, all in one allowed domain when the root has a topology key (`domains`:
+    the domain of each node, the nodes outside every allowed one, how many domains)."""
+    if domains is None:
+        return np.asarray(cap.sum(axis=1) >= needs)
+    domain_of, outside, n_domains = domains
+    cap[:, outside] = 0
+    per_domain = np.zeros((len(cap), n_domains), dtype=np.int64)
+    np.add.at(per_domain.T, domain_of, cap.T)
+    return np.asarray(per_domain.max(axis=1) >= needs)
 
 
 def earliest_start(
@@ -549,7 +570,11 @@ def earliest_start(
     duration = estimate.seconds if estimate.seconds is not None else INFINITE
     horizon = now + settings.window
     ends = [settings.round_up(r.end) for r in reservations if r.end < INFINITE]
-    times = np.unique(np.concatenate([running.releases, np.array([now, *ends], dtype=np.float64)]))
+    # The releases are in order: only those in [now, until] and within the window can be candidates.
+    releases = running.releases
+    lo = int(np.searchsorted(releases, now, side="left"))
+    hi = int(np.searchsorted(releases, min(horizon, until), side="right"))
+    times = np.unique(np.concatenate([releases[lo:hi], np.array([now, *ends], dtype=np.float64)]))
     times = times[
         (times >= now) & (times <= horizon) & (times < INFINITE) & (times > after) & (times <= until)
     ]
