@@ -26,6 +26,20 @@ def test_the_stream_is_numpys_draw_by_draw(seed: int) -> None:
         assert ours.integers(n) == numpys.integers(n), n
 
 
+@pytest.mark.parametrize("seed", [1 << 32, (1 << 128) + 3, 3**200])
+def test_a_seed_of_several_words_seeds_as_numpy_does(seed: int) -> None:
+    """Seeds of two, five and ten 32-bit words: SeedSequence mixes the words past its pool of four apart."""
+    ours, numpys = CycleRng(seed), np.random.default_rng(seed)
+    assert [ours.integers(1 << 32) for _ in range(50)] == numpys.integers(1 << 32, size=50).tolist()
+
+
+def test_a_negative_seed_is_refused_as_numpy_refuses_it() -> None:
+    with pytest.raises(ValueError):
+        np.random.default_rng(-1)
+    with pytest.raises(ValueError):
+        CycleRng(-1)
+
+
 def test_size_draws_in_turn_as_numpy_does() -> None:
     ours, numpys = CycleRng(3), np.random.default_rng(3)
     assert ours.integers(5, size=7).tolist() == numpys.integers(5, size=7).tolist()

@@ -22,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .claims_plugins import DRA_NAME, DRA_WEIGHT, PREEMPTIBLE_CLAIM_PLUGINS
+from .cycle_rng import TieBreaker
 from .domains import DomainBests, DomainSums, NodeValues, retie
 from .plugins import (
     BoolArray,
@@ -276,7 +277,7 @@ class Evaluator:
     def __init__(
         self,
         snap: Snapshot,
-        rng: np.random.Generator,
+        rng: TieBreaker,
         scoring: ScoringStrategy = "LeastAllocated",
         *,
         disabled: frozenset[str] = frozenset(),

@@ -19,9 +19,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from .cycle import Code, GroupResult
+from .cycle_rng import TieBreaker
 from .evaluator import Evaluator
 from .pdb import Budget, budgets, split_by_violation
 from .podinfo import PodInfo, PodKey
@@ -64,7 +63,7 @@ class PreemptionView:
     ev: Evaluator
     pods: Mapping[PodKey, PodInfo]
     objects: ObjectReader
-    rng: np.random.Generator
+    rng: TieBreaker
     # Gate PodGroupPreemptionPolicy: when off, a PodGroup's own preemptionPolicy is not honoured.
     group_preemption_policy: bool = True
     # (placed pods, priority) -> the placed pods that may be in a unit below that priority, in their order
