@@ -37,3 +37,36 @@ def test_numeric_labels_are_nan_where_absent_or_not_integers() -> None:
     assert values[0] == 5 and values[3] == -2
     assert math.isnan(values[1]) and math.isnan(values[2])
     assert all(math.isnan(v) for v in snap.label_numeric("absent"))
+
+
+def test_label_values_are_coded_in_order_of_first_appearance() -> None:
+    """Each key's values numbered as the nodes first show them, -1 where a node lacks the key; a node
+    without a hostname label has its name as one, and every node's name is its metadata.name (matchFields)."""
+    snap = Snapshot(
+        [
+            node("n0", {"zone": "b", "rack": "r1"}),
+            node("n1", {"zone": "a", "kubernetes.io/hostname": "n0"}),
+            node("n2", {"zone": "b"}),
+        ]
+    )
+    assert snap.label_values["zone"] == {"b": 0, "a": 1}
+    assert snap.labels["zone"].tolist() == [0, 1, 0]
+    assert snap.label_values["rack"] == {"r1": 0}
+    assert snap.labels["rack"].tolist() == [0, -1, -1]
+    assert snap.label_values["kubernetes.io/hostname"] == {"n0": 0, "n2": 1}
+    assert snap.labels["kubernetes.io/hostname"].tolist() == [0, 0, 1]
+    assert snap.label_values["metadata.name"] == {"n0": 0, "n1": 1, "n2": 2}
+    assert snap.labels["metadata.name"].tolist() == [0, 1, 2]
+
+
+def test_keys_each_on_few_nodes_are_coded_as_the_others() -> None:
+    """Twenty nodes with a key of their own each (the pairs are walked rather than one column per key)."""
+    nodes = [node(f"n{j}", {f"only-{j}": "x", "zone": "z" if j < 10 else "y"}) for j in range(20)]
+    nodes.append(node("n20", {"kubernetes.io/hostname": "n3"}))
+    snap = Snapshot(nodes)
+    assert snap.label_values["only-7"] == {"x": 0}
+    assert snap.labels["only-7"].tolist() == [0 if j == 7 else -1 for j in range(21)]
+    assert snap.label_values["zone"] == {"z": 0, "y": 1}
+    assert snap.labels["zone"].tolist() == [0] * 10 + [1] * 10 + [-1]
+    assert snap.labels["kubernetes.io/hostname"].tolist() == [*range(20), 3]
+    assert snap.labels["metadata.name"].tolist() == list(range(21))
