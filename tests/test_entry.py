@@ -6,6 +6,7 @@ same output and exit status as when the CLI runs in-process, where it returns.""
 from __future__ import annotations
 
 import gc
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -35,6 +36,27 @@ def test_the_command_runs_with_the_collector_back_on(monkeypatch: pytest.MonkeyP
         gc.enable()
     assert exited.value.code == 3
     assert seen == [True]
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "1"), ("4", "4")])
+def test_openblas_is_asked_for_one_thread_unless_the_user_chose(
+    monkeypatch: pytest.MonkeyPatch, given: str | None, expected: str
+) -> None:
+    """Set before the CLI (and numpy) is imported: OpenBLAS reads it once, when it loads."""
+    if given is None:
+        monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OPENBLAS_NUM_THREADS", given)
+    seen: list[str | None] = []
+
+    def command(**_context: object) -> None:
+        seen.append(os.environ.get("OPENBLAS_NUM_THREADS"))
+        sys.exit(0)
+
+    monkeypatch.setattr(gangsched.cli, "main", command)
+    with pytest.raises(SystemExit):
+        entry.main()
+    assert seen == [expected]
 
 
 @pytest.mark.parametrize("output", ["json", "yaml", "table"])
