@@ -9,7 +9,7 @@ the measured phase and pods bound per CPU second (less sensitive to a busy machi
 RSS, and
 in the same command a baseline: the same workload scheduled pod by pod (GenericWorkload=false), or for the
 topology shapes upstream's adaptive placement limit. Upstream kube-scheduler v1.37 reaches ~560-980 pods/s
-on such shapes with an API server (spec §7); its figures are printed for reference, not compared.
+on such shapes with an API server (scheduler_perf); its figures are printed for reference, not compared.
 """
 
 from __future__ import annotations
@@ -293,7 +293,7 @@ def main(argv: list[str] | None = None, extra: dict[str, Any] | None = None) -> 
             f"{rate / base_rate:>6.2f} {cpu_rate / base_cpu_rate:>9.2f}"
         )
         sys.stdout.flush()
-    print("reference: kube-scheduler v1.37 with an API server, 5,000 nodes: ~560-980 pods/s (spec §7)")
+    print("reference: kube-scheduler v1.37 with an API server, 5,000 nodes: ~560-980 pods/s (scheduler_perf)")
     return 0
 
 

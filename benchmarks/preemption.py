@@ -12,8 +12,8 @@ Baseline, in the same run: the same cycle with the preemptor at preemptionPolicy
 cycle alone. Each case runs twice: with CPython's cyclic GC as is (its full collections over the ~10^5
 objects of the cluster land in whichever cycle allocates at the wrong moment), and with the loaded cluster
 frozen out of the GC (`gc.freeze()`, what a long-running scheduler can do once its informers have synced).
-Upstream's figures (spec §7: a pod preempting gangs, Go, with an API server) are printed for reference;
-nothing is asserted on time.
+Upstream's figures (test/integration/scheduler_perf: a pod preempting gangs, Go, with an API server) are
+printed for reference; nothing is asserted on time.
 
 The whole path (issue 15) is timed beside it: the preemption decision, its evictions applied to a Store whose
 victims terminate for 30 s of virtual time (deletionTimestamp set, the pods still hold their nodes), the

@@ -1,4 +1,4 @@
-"""Upstream's test/integration/scheduler/podgroup cases (spec §6) as steps on a real API server, for any
+"""Upstream's test/integration/scheduler/podgroup cases as steps on a real API server, for any
 scheduler: the same steps run once with kube-scheduler and once with gangsched, each in its own namespace on
 its own 4-CPU node, and the outcomes (which pods are bound, each PodGroup's PodGroupInitiallyScheduled
 status/reason) are compared at every checkpoint with the expected one, written by hand from upstream's test.

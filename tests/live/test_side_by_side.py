@@ -1,9 +1,9 @@
-"""Side by side: upstream's podgroup_test cases (spec §6) with kube-scheduler v1.37.2 and with gangsched on
-the same API server, one scheduler per namespace and node, the same steps. At every checkpoint both must reach
-the outcome upstream's test expects (which pods are bound, PodGroupInitiallyScheduled status and reason) and
-hold it for a quiet period; then they must agree on the details: the PodScheduled and group condition
-messages, and the node of every bound pod where the case leaves one choice (a single feasible node, a full
-rack)."""
+"""Side by side: upstream's podgroup_test cases (test/integration/scheduler/podgroup) with kube-scheduler
+v1.37.2 and with gangsched on the same API server, one scheduler per namespace and node, the same steps. At
+every checkpoint both must reach the outcome upstream's test expects (which pods are bound,
+PodGroupInitiallyScheduled status and reason) and hold it for a quiet period; then they must agree on the
+details: the PodScheduled and group condition messages, and the node of every bound pod where the case leaves
+one choice (a single feasible node, a full rack)."""
 
 from __future__ import annotations
 

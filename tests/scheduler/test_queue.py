@@ -1,6 +1,7 @@
-"""The scheduling queue of roots (queue.py) on its own, against upstream's rules (spec §2): active roots by
-priority then timestamp, backoff min(1s * 2^(attempts-1), 10s * sqrt(groupSize)), an unschedulable pool that
-events (or the 5 minute leftover flush) empty, and roots turned away without an attempt."""
+"""The scheduling queue of roots (queue.py) on its own, against upstream's rules
+(pkg/scheduler/backend/queue/scheduling_queue.go): active roots by priority then timestamp, backoff min(1s *
+2^(attempts-1), 10s * sqrt(groupSize)), an unschedulable pool that events (or the 5 minute leftover flush)
+empty, and roots turned away without an attempt."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""One PodGroup scheduling cycle, in memory (spec §3; upstream's podGroupSchedulingDefaultAlgorithm).
+"""One PodGroup scheduling cycle, in memory (upstream's podGroupSchedulingDefaultAlgorithm,
+pkg/scheduler/schedule_one_podgroup.go).
 
 It does not manage the queue, bind, or handle failures: it tries the group's pending pods in order, reserves
 each placement tentatively in the snapshot, asks the gang feasibility check after every pod, and on failure

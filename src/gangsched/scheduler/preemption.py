@@ -1,5 +1,5 @@
 """Workload-aware preemption for a PodGroup or CompositePodGroup root whose cycle ended Unschedulable
-(spec §5; upstream's PodGroupEvaluator in pkg/scheduler/framework/preemption/podgrouppreemption.go).
+(upstream's PodGroupEvaluator in pkg/scheduler/framework/preemption/podgrouppreemption.go).
 
 1. Eligibility: preemptionPolicy Never means no preemption. A nominated node of the group that still holds a
    lower-priority pod terminating by preemption means an ongoing preemption (upstream's isOngoingPreemption):

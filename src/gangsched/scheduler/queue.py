@@ -1,4 +1,5 @@
-"""The scheduling queue of roots (standalone pods, PodGroups, root CompositePodGroups), spec §2.
+"""The scheduling queue of roots (standalone pods, PodGroups, root CompositePodGroups), as upstream's
+pkg/scheduler/backend/queue/scheduling_queue.go.
 
 A root is in exactly one place: active (ready to try, ordered by priority then timestamp), backoff (tried and
 failed; ready again at `ready_at`), unschedulable (failed; waits for an event that may help) or absent.
@@ -27,7 +28,7 @@ MAX_UNSCHEDULABLE_SECONDS = 300.0  # DefaultPodMaxInUnschedulablePodsDuration
 
 
 def backoff_seconds(attempts: int, group_size: int) -> float:
-    """min(1s * 2^(attempts-1), 10s * sqrt(groupSize)), spec §2."""
+    """min(1s * 2^(attempts-1), 10s * sqrt(groupSize)), as upstream's backoff."""
     if attempts <= 0:
         return 0.0
     return float(

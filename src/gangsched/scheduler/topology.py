@@ -1,4 +1,4 @@
-"""Topology-aware placement (spec §4, KEP-5732): a group constrained to one value of a node label key.
+"""Topology-aware placement (KEP-5732): a group constrained to one value of a node label key.
 
 Placements are the distinct values of the key among the parent placement's nodes (unlabelled nodes are
 excluded), in value order. Each feasible placement is scored by PodGroupPodsCount (scheduled + proposed pods,
