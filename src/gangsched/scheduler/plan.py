@@ -507,9 +507,7 @@ def _could_fit(
         last = free.copy()
         for i in range(len(rows)):
             np.add.at(last[i], pod_node[given], pod_use[i, given])
-        cap = np.maximum(last[None, :, :] // need, 0).min(axis=1)
-        cap[:, refused] = 0
-        if not _enough(cap, place.needs, domains)[0]:
+        if not _enough(_pods_per_node(last[None, :, :], need, refused), place.needs, domains)[0]:
             return
     lo, size = 0, chunk
     while lo < n_times:
@@ -522,12 +520,21 @@ def _could_fit(
         np.cumsum(back, axis=0, out=back)
         back += free[None, :, :]
         free = back[-1].copy()  # what is free at the last of these times: where the next step starts
-        cap = np.maximum(back // need, 0).min(axis=1)  # pods per node at each time
-        cap[:, refused] = 0
+        cap = _pods_per_node(back, need, refused)
         for start, end, cols in held:
             cap[np.flatnonzero((span < end) & (start < span + duration))[:, None], cols[None, :]] = 0
         yield from span[_enough(cap, place.needs, domains)].tolist()
         lo, size = hi, size * 2
+
+
+def _pods_per_node(
+    room: npt.NDArray[np.int64], need: npt.NDArray[np.int64], refused: BoolArray
+) -> npt.NDArray[np.int64]:
+    """How many of the root's pods each node takes at each time: `room` is [time, row, node], `need` the
+    pod's amount per row; nodes the static filters refuse take none."""
+    cap: npt.NDArray[np.int64] = np.maximum(room // need, 0).min(axis=1)
+    cap[:, refused] = 0
+    return cap
 
 
 def _enough(

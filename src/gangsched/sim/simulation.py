@@ -89,7 +89,7 @@ class JobRun:
     bound: int = 0  # members bound (pods whose value in `pods` is a node)
 
 
-def _uses_claims(spec: Any) -> bool:
+def _controllers_make_claims(spec: Any) -> bool:
     """Whether a pod or PodGroup spec needs claims a controller creates: resourceClaims (from templates)
     or a pod's generic ephemeral volumes."""
     volumes = getattr(spec, "volumes", None) or []  # a PodGroup has none
@@ -199,7 +199,7 @@ class Simulation:
         they see them, the claims their templates and generic ephemeral volumes call for."""
         self.store.add_all(objects)
         consumers = (o for o in objects if o.kind in ("Pod", "PodGroup") and o.spec is not None)
-        if any(_uses_claims(o.spec) for o in consumers):
+        if any(_controllers_make_claims(o.spec) for o in consumers):
             sync_claims(self.store, workload_claims=self._workload_claims, objects=objects)
 
     def _on_change(self, change: Change) -> None:
