@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from api_helpers import run_validate
 from lightkube.models import resource_v1
 
 from gangsched.api.cel import CelError, DeviceView, compile_selector, device_context, evaluate, maps_used
@@ -72,3 +73,25 @@ def test_non_boolean_result_is_an_error() -> None:
 def test_compile_errors(expression: str) -> None:
     with pytest.raises(CelError):
         compile_selector(expression)
+
+
+@pytest.mark.parametrize(
+    ("padding", "want"),
+    [
+        (10221, []),  # 10,240 bytes: CELSelectorExpressionMaxLength, compiled and accepted
+        (10222, ["Too long: may not be more than 10240 bytes"]),  # one more: refused before compiling
+    ],
+    ids=["at-limit", "over-limit"],
+)
+def test_selector_length_limit(padding: int, want: list[str]) -> None:
+    """validateCELExpression (pkg/apis/resource/validation): an expression longer than 10 KiB is `Too long`
+    at its path and is not compiled."""
+    expression = 'device.driver == "' + "a" * padding + '"'
+    manifest = (
+        "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: long}\n"
+        f"spec: {{selectors: [{{cel: {{expression: '{expression}'}}}}]}}\n"
+    )
+    result = run_validate("-f", "-", stdin=manifest)
+    prefix = "-: DeviceClass long: spec.selectors[0].cel.expression: "
+    assert result.stdout.splitlines() == [prefix + line for line in want]
+    assert result.exit_code == (1 if want else 0)

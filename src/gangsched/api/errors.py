@@ -23,6 +23,7 @@ __all__ = [
     "not_found",
     "not_supported",
     "required",
+    "too_long",
     "too_many",
 ]
 
@@ -112,6 +113,12 @@ def not_found(field: str, value: Any) -> FieldError:
 def not_supported(field: str, value: Any, supported: list[str]) -> FieldError:
     detail = "supported values: " + ", ".join(json.dumps(s) for s in supported) if supported else ""
     return FieldError(ErrorType.NOT_SUPPORTED, field, value, detail)
+
+
+def too_long(field: str, maximum: int) -> FieldError:
+    """Upstream's field.TooLong: `Too long: may not be more than 63 bytes` (`1 byte`), the value not shown."""
+    unit = "byte" if maximum == 1 else "bytes"
+    return FieldError(ErrorType.TOO_LONG, field, OMIT, f"may not be more than {maximum} {unit}")
 
 
 def too_many(field: str, actual: int, maximum: int) -> FieldError:

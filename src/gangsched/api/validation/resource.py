@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 from ..cel import CelError, compile_selector
-from ..errors import FieldError, duplicate, forbidden, invalid, not_supported, required
+from ..errors import FieldError, duplicate, forbidden, invalid, not_supported, required, too_long
 from .common import label_name, subdomain_name
 from .meta import label_value
 from .names import dns1123_subdomain, is_extended_resource_name, label_key, regex_error
@@ -22,12 +22,18 @@ __all__ = ["device_class", "device_taint_rule", "resource_claim_spec", "resource
 ALLOCATION_MODES = ["All", "ExactCount"]
 TAINT_EFFECTS = ["NoExecute", "NoSchedule", "None"]  # validDeviceTaintEffects, sorted as sets.List
 TOLERATION_OPERATORS = ["Equal", "Exists"]
+# pkg/apis/resource/types.go: DriverNameMaxLength (also an attribute name's domain), DeviceMaxIDLength,
+# CELSelectorExpressionMaxLength. Lengths are in bytes, as Go's len() of a string.
+DRIVER_NAME_MAX_LENGTH = 63
+DEVICE_MAX_ID_LENGTH = 32
+CEL_SELECTOR_EXPRESSION_MAX_LENGTH = 10 * 1024
 _C_IDENTIFIER_FMT = "[A-Za-z_][A-Za-z0-9_]*"
 _C_IDENTIFIER = re.compile(f"^{_C_IDENTIFIER_FMT}$")
 _C_IDENTIFIER_MSG = (
     "a valid C identifier must start with alphabetic character or '_', followed by a string of alphanumeric "
     "characters or '_'"
 )
+_NOT_FULLY_QUALIFIED = "a fully qualified name must be a domain and a name separated by a slash"
 _ONE_REQUEST_TYPE = "exactly one of `exactly` or `firstAvailable` is required"
 _ONE_DEVICE_NODE_SELECTION = (
     "exactly one of `nodeName`, `nodeSelector`, or `allNodes` is required when `perDeviceNodeSelection` is "
@@ -52,6 +58,10 @@ def _selectors(path: str, selectors: list[Any] | None) -> list[FieldError]:
         expression = sel.cel.expression or ""
         if not expression:
             errors.append(required(f"{where}.cel.expression"))
+            continue
+        if _byte_length(expression) > CEL_SELECTOR_EXPRESSION_MAX_LENGTH:
+            # validateCELExpression: "Don't bother compiling too long expressions."
+            errors.append(too_long(f"{where}.cel.expression", CEL_SELECTOR_EXPRESSION_MAX_LENGTH))
             continue
         try:
             compile_selector(expression)
@@ -144,11 +154,14 @@ def _request(path: str, req: Any) -> list[FieldError]:
 
 
 def resource_claim_spec(spec: Any, path: str = "spec") -> list[FieldError]:
-    """ResourceClaimSpec (also inside a template at spec.spec)."""
+    """ResourceClaimSpec (also inside a template at spec.spec), as validateDeviceClaim. The constraints'
+    attribute names come last: the API server reports them with its declarative rules, after every
+    handwritten error of the object (see `_fully_qualified_name`)."""
     devices = spec.devices if spec is not None else None
     if devices is None:
         return []
     errors: list[FieldError] = []
+    attribute_errors: list[FieldError] = []
     names: dict[str, set[str]] = {}
     for i, req in enumerate(devices.requests or []):
         where = f"{path}.devices.requests[{i}]"
@@ -169,18 +182,21 @@ def resource_claim_spec(spec: Any, path: str = "spec") -> list[FieldError]:
                         "subrequest separated by '/'",
                     )
                 )
-        if constraint.matchAttribute is None and constraint.distinctAttribute is None:
+        if constraint.matchAttribute is not None:
+            attribute_errors += _fully_qualified_name(f"{where}.matchAttribute", constraint.matchAttribute)
+        elif constraint.distinctAttribute is not None:
+            distinct = constraint.distinctAttribute
+            attribute_errors += _fully_qualified_name(f"{where}.distinctAttribute", distinct)
+        else:
             errors.append(required(f"{where}.matchAttribute"))
-    return errors
+    return errors + attribute_errors
 
 
 def resource_slice(rs: Any) -> list[FieldError]:
     spec = rs.spec
     if spec is None:
         return [required("spec.driver")]
-    errors: list[FieldError] = []
-    if not spec.driver:
-        errors.append(required("spec.driver"))
+    errors = _driver_name("spec.driver", spec.driver or "")
     pool = spec.pool
     if pool is None or not pool.name:
         errors.append(required("spec.pool.name"))
@@ -249,12 +265,28 @@ def resource_slice(rs: Any) -> list[FieldError]:
     return errors
 
 
+def _byte_length(value: str) -> int:
+    return len(value.encode())
+
+
+def _driver_name(path: str, name: str) -> list[FieldError]:
+    """ValidateCSIDriverName (pkg/apis/core/validation), which validateDriverName reuses: required, at most
+    63 bytes, and a DNS subdomain once lower-cased (so `GPU.Example.com` is accepted)."""
+    if not name:
+        return [required(path)]
+    errors = []
+    if _byte_length(name) > DRIVER_NAME_MAX_LENGTH:
+        errors.append(too_long(path, DRIVER_NAME_MAX_LENGTH))
+    errors += [invalid(path, name, m) for m in dns1123_subdomain(name.lower())]
+    return errors
+
+
 def _qualified_name(path: str, name: Any) -> list[FieldError]:
     """validateQualifiedName, for the names of a device's attributes and capacities (validateMap reports a
-    key's errors at the map's path): a C identifier, or a domain (a driver name: ValidateCSIDriverName's
-    DNS subdomain, lower-cased) and a C identifier separated by a slash. More than one slash is let through,
-    as upstream still does (its TODO). A YAML key such as `1:` reaches the API server as the string "1"
-    (JSON keys are strings), which is not a C identifier. Lengths are not checked."""
+    key's errors at the map's path): a C identifier of at most 32 bytes, or a domain (a driver name, see
+    `_driver_name`) and such an identifier separated by a slash. More than one slash is let through, as
+    upstream still does (its TODO). A YAML key such as `1:` reaches the API server as the string "1"
+    (JSON keys are strings), which is not a C identifier."""
     name = str(name)
     parts = name.split("/")
     if len(parts) == 1:
@@ -266,7 +298,7 @@ def _qualified_name(path: str, name: Any) -> list[FieldError]:
     if not domain:
         errors.append(invalid(path, "", "the domain must not be empty"))
     else:
-        errors += [invalid(path, domain, m) for m in dns1123_subdomain(domain.lower())]
+        errors += _driver_name(path, domain)
     if not identifier:
         errors.append(invalid(path, "", "the name must not be empty"))
     else:
@@ -274,12 +306,43 @@ def _qualified_name(path: str, name: Any) -> list[FieldError]:
     return errors
 
 
+def _fully_qualified_name(path: str, name: str) -> list[FieldError]:
+    """A constraint's `matchAttribute` / `distinctAttribute`, as the API server reports it in v1.37: the
+    declarative rule ResourceFullyQualifiedName (k8s.io/apimachinery/pkg/api/validate/strfmt.go), beta and
+    enforced by default (DeclarativeValidationBeta), replaces the handwritten validateFullyQualifiedName's
+    errors and is appended after all handwritten ones (k8s.io/apiserver/pkg/registry/rest/validate.go). Its
+    messages differ from `_qualified_name`'s: "prefix must not be empty", and the domain is checked as
+    written (not lower-cased) with "prefix: " before the subdomain message."""
+    parts = name.split("/")
+    errors: list[FieldError] = []
+    if len(parts) == 1:
+        errors += _c_identifier(path, parts[0])
+    elif len(parts) == 2:
+        domain, identifier = parts
+        if not domain:
+            errors.append(invalid(path, "", "prefix must not be empty"))
+        else:
+            if _byte_length(domain) > DRIVER_NAME_MAX_LENGTH:
+                errors.append(too_long(path, DRIVER_NAME_MAX_LENGTH))
+            errors += [invalid(path, domain, f"prefix: {m}") for m in dns1123_subdomain(domain)]
+        if not identifier:
+            errors.append(invalid(path, "", "name must not be empty"))
+        else:
+            errors += _c_identifier(path, identifier)
+    if "/" not in name:
+        errors.append(invalid(path, name, _NOT_FULLY_QUALIFIED))
+    return errors
+
+
 def _c_identifier(path: str, value: str) -> list[FieldError]:
-    """content.IsCIdentifier, with its message."""
-    if _C_IDENTIFIER.match(value):
-        return []
-    message = regex_error(_C_IDENTIFIER_MSG, _C_IDENTIFIER_FMT, "my_name", "MY_NAME", "MyName")
-    return [invalid(path, value, message)]
+    """validateCIdentifier: at most 32 bytes (DeviceMaxIDLength), then content.IsCIdentifier's message."""
+    errors = []
+    if _byte_length(value) > DEVICE_MAX_ID_LENGTH:
+        errors.append(too_long(path, DEVICE_MAX_ID_LENGTH))
+    if not _C_IDENTIFIER.match(value):
+        message = regex_error(_C_IDENTIFIER_MSG, _C_IDENTIFIER_FMT, "my_name", "MY_NAME", "MyName")
+        errors.append(invalid(path, value, message))
+    return errors
 
 
 def _device_node_selection(where: str, device: Any, per_device: bool) -> list[FieldError]:
