@@ -119,7 +119,7 @@ def test_table_lists_pods_with_their_nodes_and_groups() -> None:
     assert any("train-b" in line and "Unschedulable" in line for line in lines)
 
 
-@pytest.mark.parametrize("bad", ["missing-name", "job-mincount-zero"])
+@pytest.mark.parametrize("bad", ["missing-name", "job-mincount-zero", "job-spec-incomplete"])
 def test_invalid_input_exits_1_with_one_line_per_problem_and_schedules_nothing(bad: str) -> None:
     result = schedule("-f", EIGHT_GPU, "-f", str(INVALID / f"{bad}.yaml"), "-o", "json")
     assert result.exit_code == 1

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "NIL",
     "OMIT",
     "ErrorType",
     "FieldError",
@@ -48,6 +49,16 @@ class _Omit:
 #: A bad value that is not shown (upstream's `omitValue`).
 OMIT: Any = _Omit()
 
+
+class _Nil:
+    def __repr__(self) -> str:
+        return "NIL"
+
+
+#: A nil map or slice as the bad value: json.Marshal prints it `null`, unquoted (an untyped nil, None here,
+#: is the string "null", quoted).
+NIL: Any = _Nil()
+
 # Types whose value upstream prints without quoting or struct syntax.
 _PLAIN = (bool, int, float)
 _NO_VALUE = {ErrorType.REQUIRED, ErrorType.FORBIDDEN, ErrorType.TOO_LONG, ErrorType.INTERNAL}
@@ -56,6 +67,8 @@ _NO_VALUE = {ErrorType.REQUIRED, ErrorType.FORBIDDEN, ErrorType.TOO_LONG, ErrorT
 def _render_value(value: Any) -> str:
     if value is None:
         return '"null"'  # upstream substitutes the string "null" for nil, then quotes it as any string
+    if value is NIL:
+        return "null"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, _PLAIN):
@@ -63,7 +76,8 @@ def _render_value(value: Any) -> str:
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     try:
-        return json.dumps(value, sort_keys=True, default=str)
+        # json.Marshal: compact, map keys sorted.
+        return json.dumps(value, sort_keys=True, default=str, ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError):
         return repr(value)
 

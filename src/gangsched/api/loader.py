@@ -149,6 +149,28 @@ def _meta(doc: dict[str, Any]) -> tuple[str, str]:
     return (ns if isinstance(ns, str) else "", name if isinstance(name, str) else "")
 
 
+# Fields that are structs, not pointers, in upstream's Go types although lightkube-models require them: the
+# API server decodes an absent one as an empty struct and validates what that lacks (a Job without a spec or
+# template is refused for the template's containers and restart policy, not for the template itself).
+_GO_STRUCT_FIELDS: dict[str, tuple[str, ...]] = {"Job": ("spec", "template")}
+
+
+def _with_empty_structs(doc: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
+    """`doc` with each absent (or null) field along `path` an empty mapping; copies what it changes. A
+    field of another type is left as it is, for decoding to report."""
+    top = dict(doc)
+    cur = top
+    for key in path:
+        child = cur.get(key)
+        if child is None:
+            child = {}
+        elif not isinstance(child, dict):
+            break
+        cur[key] = child = dict(child)
+        cur = child
+    return top
+
+
 def decode(doc: Any, file: str, order: int) -> Loaded | Problem:
     """Decode one document into its lightkube model, or say why it cannot be."""
     if not isinstance(doc, dict):
@@ -166,6 +188,9 @@ def decode(doc: Any, file: str, order: int) -> Loaded | Problem:
         if api_version is None:
             return Problem(file, kind, ns, name, required("apiVersion"))
         return Problem(file, kind, ns, name, not_supported("apiVersion", api_version, [info.api_version]))
+    struct_path = _GO_STRUCT_FIELDS.get(kind)
+    if struct_path is not None:
+        doc = _with_empty_structs(doc, struct_path)
     try:
         obj = info.model.from_dict(doc)
     except msgspec.ValidationError as e:

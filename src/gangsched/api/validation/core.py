@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import OMIT, FieldError, forbidden, invalid, not_supported, required
+from ..errors import NIL, OMIT, FieldError, forbidden, invalid, not_supported, required
 from ..gates import FeatureGates
 from ..quantity import QuantityError, parse_quantity
 from .common import (
@@ -24,9 +24,13 @@ from .common import (
     union,
 )
 from .meta import label_map
+from .pod_selectors import label_selector
 
 __all__ = ["job_spec", "node", "pod_disruption_budget", "pod_spec", "priority_class"]
 
+# validateRestartPolicy (pkg/apis/core/validation), in its order; a Job's pods may not restart in place.
+RESTART_POLICIES = ["Always", "OnFailure", "Never"]
+JOB_RESTART_POLICIES = ["OnFailure", "Never"]
 _SYSTEM_PREFIX = "system-"
 _SYSTEM_CLASSES = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
 
@@ -82,6 +86,9 @@ def pod_spec(spec: Any, path: str = "spec") -> list[FieldError]:
         return [required(f"{path}.containers")]
     errors = _containers(f"{path}.containers", spec.containers)
     errors += _containers(f"{path}.initContainers", spec.initContainers)
+    # Defaulted to Always by the API server when absent (SetDefaults_PodSpec), so only a wrong value fails.
+    if spec.restartPolicy and spec.restartPolicy not in RESTART_POLICIES:
+        errors.append(not_supported(f"{path}.restartPolicy", spec.restartPolicy, RESTART_POLICIES))
     errors += _quantity_map(f"{path}.overhead", spec.overhead)
     errors += label_map(f"{path}.nodeSelector", spec.nodeSelector)
     if spec.preemptionPolicy is not None and spec.preemptionPolicy not in PREEMPTION_POLICIES:
@@ -170,6 +177,10 @@ def _job_scheduling(sched: Any, gates: FeatureGates) -> list[FieldError]:
 
 
 def job_spec(spec: Any, gates: FeatureGates) -> list[FieldError]:
+    """validateJobSpec, then ValidateJobSpec's selector rules (pkg/apis/batch/validation), for the fields
+    gangsched reads. The loader gives a Job without spec or template an empty one, as the API server's
+    struct fields are; so the template's pod spec may be None (no containers). A selector is generated
+    unless manualSelector is set (the builder's default_job_selector), so only a manual one is checked."""
     errors: list[FieldError] = []
     for field in ("parallelism", "completions", "backoffLimit"):
         value = getattr(spec, field)
@@ -177,5 +188,58 @@ def job_spec(spec: Any, gates: FeatureGates) -> list[FieldError]:
             errors.append(invalid(f"spec.{field}", value, "must be greater than or equal to 0"))
     if spec.scheduling is not None and gates.enabled("GenericWorkload"):
         errors += _job_scheduling(spec.scheduling, gates)
-    errors += pod_spec(spec.template and spec.template.spec, "spec.template.spec")
+    template = spec.template
+    pod = template.spec if template is not None else None
+    errors += pod_spec(pod, "spec.template.spec")
+    errors += _job_restart_policy(pod.restartPolicy if pod is not None else None)
+    if spec.manualSelector:
+        errors += _manual_selector(spec.selector, template.metadata if template is not None else None)
+    return errors
+
+
+def _job_restart_policy(policy: str | None) -> list[FieldError]:
+    """Absent means Always once defaulted: the Job asks for one of its two policies in both cases."""
+    path = "spec.template.spec.restartPolicy"
+    if not policy or policy == "Always":
+        valid = ", ".join(f'"{p}"' for p in JOB_RESTART_POLICIES)
+        return [required(path, f"valid values: {valid}")]
+    if policy not in JOB_RESTART_POLICIES:
+        return [not_supported(path, policy, JOB_RESTART_POLICIES)]
+    return []
+
+
+def _selects(selector: Any, labels: dict[str, str]) -> bool:
+    """LabelSelectorAsSelector(selector).Matches(labels) for a valid selector; None selects nothing. (The
+    scheduler's labelselector module does the same, but importing the scheduler package here would cost
+    `validate` its start-up.)"""
+    if selector is None:
+        return False
+    if any(labels.get(k) != v for k, v in (selector.matchLabels or {}).items()):
+        return False
+    for e in selector.matchExpressions or []:
+        present, values = e.key in labels, e.values or []
+        if e.operator == "In" and not (present and labels[e.key] in values):
+            return False
+        if e.operator == "NotIn" and present and labels[e.key] in values:
+            return False
+        if (e.operator == "Exists") != present and e.operator in ("Exists", "DoesNotExist"):
+            return False
+    return True
+
+
+def _manual_selector(selector: Any, template_meta: Any) -> list[FieldError]:
+    """ValidateJobSpec with manualSelector: the selector is required, valid, and selects the template's
+    labels (a missing selector selects nothing, so the labels are reported too)."""
+    if selector is None:
+        errors = [required("spec.selector")]
+    else:
+        errors = label_selector("spec.selector", selector)
+        if errors:  # LabelSelectorAsSelector fails: upstream compares nothing
+            return errors
+    labels = template_meta.labels if template_meta is not None else None
+    if not _selects(selector, labels or {}):
+        shown = dict(labels) if labels is not None else NIL
+        errors.append(
+            invalid("spec.template.metadata.labels", shown, "`selector` does not match template `labels`")
+        )
     return errors

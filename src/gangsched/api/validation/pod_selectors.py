@@ -15,13 +15,14 @@ from ..errors import FieldError, forbidden, invalid, required
 from .meta import label_map, label_value
 from .names import label_key
 
-__all__ = ["label_selector_owner", "map_selector_owner"]
+__all__ = ["label_selector", "label_selector_owner", "map_selector_owner"]
 
 _SET_OPERATORS = ("In", "NotIn")
 _EXISTENCE_OPERATORS = ("Exists", "DoesNotExist")
 
 
-def _label_selector(path: str, selector: Any) -> list[FieldError]:
+def label_selector(path: str, selector: Any) -> list[FieldError]:
+    """ValidateLabelSelector: its labels, operators, keys and values."""
     errors = label_map(f"{path}.matchLabels", selector.matchLabels)
     for i, expr in enumerate(selector.matchExpressions or []):
         where = f"{path}.matchExpressions[{i}]"
@@ -64,7 +65,7 @@ def label_selector_owner(kind: str, obj: Any) -> list[FieldError]:
     selector = obj.spec.selector if obj.spec is not None else None
     if selector is None:
         return [required("spec.selector")]
-    errors = _label_selector("spec.selector", selector)
+    errors = label_selector("spec.selector", selector)
     if not selector.matchLabels and not selector.matchExpressions:
         errors.append(
             invalid(
