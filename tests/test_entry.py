@@ -75,3 +75,16 @@ def test_schedule_in_its_own_process_prints_what_it_prints_in_process(output: st
     assert own.stderr == ""  # ended by the command, not torn down
     assert own.stdout == in_process.output
     assert "gpu-node" in own.stdout  # the bindings, not an empty output twice
+
+
+def test_schedule_writes_its_load_phase_cpu_seconds_only_when_asked(tmp_path: Path) -> None:
+    """benchmarks/cli.py's hook (cli.LOAD_CPU_FILE): a number of CPU seconds in the file named, and the same
+    output as without it."""
+    args = ["schedule", "-f", EXAMPLE, "-o", "json"]
+    plain = CliRunner().invoke(gangsched.cli.main, args)
+    assert list(tmp_path.iterdir()) == []
+    record = tmp_path / "load-cpu"
+    asked = CliRunner().invoke(gangsched.cli.main, args, env={gangsched.cli.LOAD_CPU_FILE: str(record)})
+    assert asked.exit_code == plain.exit_code == 0, asked.output
+    assert asked.output == plain.output
+    assert float(record.read_text()) >= 0

@@ -18,7 +18,6 @@ special claim with the pod's own claims (claims_stage.py), and the special claim
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -182,6 +181,8 @@ def special_claim_name(pod_name: str, namespace: str) -> str:
     characters, five random characters appended); derived from the pod instead of random, so that runs are
     reproducible. The live API server generates its own."""
     base = f"{pod_name}-extended-resources-"[:_GENERATED_BASE]
+    import hashlib  # here: loading OpenSSL costs every start 4 ms, and only claims need it
+
     digest = hashlib.sha256(f"{namespace}/{pod_name}/extended-resources".encode()).digest()
     return base + "".join(_ALPHABET[b % len(_ALPHABET)] for b in digest[:5])
 

