@@ -29,6 +29,7 @@ from ..scheduler.decision import (
 from ..scheduler.extended import CLAIM_FINALIZER
 from .change import Change, Key
 from .claim_controller import release_claims
+from .volume_controller import release_volumes
 
 __all__ = ["Change", "Store"]
 
@@ -45,6 +46,10 @@ def _uses_claims(obj: Any) -> bool:
     if obj.spec is not None and obj.spec.resourceClaims:
         return True
     return getattr(obj.status, "extendedResourceClaimStatus", None) is not None
+
+
+def _has_ephemeral_volumes(pod: Any) -> bool:
+    return pod.spec is not None and any(v.ephemeral is not None for v in pod.spec.volumes or ())
 
 
 # What the readers look a missing kind up in: one shared mapping they only read (never `setdefault` it).
@@ -66,7 +71,8 @@ class Store:
         claim_controller: bool = False,
     ) -> None:
         """`claim_controller`: release a deleted pod's or PodGroup's claims as the resourceclaim controller
-        would (`delete`). On for the store that is the whole cluster (`schedule`, `simulate`); off in live
+        would, and a deleted pod's ephemeral volumes as the garbage collector and the PV controller would
+        (`delete`). On for the store that is the whole cluster (`schedule`, `simulate`); off in live
         mode, whose store mirrors an API server where the real controller does it, and must not run ahead."""
         self.claim_controller = claim_controller
         self._objects: dict[str, dict[Key, Any]] = {}
@@ -133,12 +139,16 @@ class Store:
 
     def delete(self, kind: str, key: Key) -> Any | None:
         """Remove an object. With `claim_controller`, a pod's or PodGroup's claims are then released as the
-        resourceclaim controller and the garbage collector release them (claim_controller.release_claims)."""
+        resourceclaim controller and the garbage collector release them (claim_controller.release_claims),
+        and a pod's generic ephemeral volumes as the garbage collector and the PersistentVolume controller
+        release them (volume_controller.release_volumes)."""
         obj = self._objects.get(kind, {}).pop(key, None)
         if obj is not None:
             self._emit(Change("delete", kind, key, obj))
             if self.claim_controller and kind in _CLAIM_CONSUMERS and _uses_claims(obj):
                 release_claims(self, obj, _CLAIM_CONSUMERS[kind])
+            if self.claim_controller and kind == "Pod" and _has_ephemeral_volumes(obj):
+                release_volumes(self, obj)
         return obj
 
     # --- applying decisions -------------------------------------------------------------------------------
