@@ -61,7 +61,7 @@ REPLICATED_JOB_REPLICAS_LABEL = "jobset.sigs.k8s.io/replicatedjob-replicas"
 JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
 JOBSET_LABELS = (JOBSET_NAME_LABEL, REPLICATED_JOB_NAME_LABEL, REPLICATED_JOB_REPLICAS_LABEL, JOB_INDEX_LABEL)
 MAX_ROLES = 8
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?\Z")
 _ROOT_BLOCKS = {
     "schedulingPolicy": scheduling_v1beta1.CompositePodGroupSchedulingPolicy,
     "schedulingConstraints": scheduling_v1beta1.CompositePodGroupSchedulingConstraints,

@@ -26,7 +26,7 @@ from .podinfo import is_terminal
 
 __all__ = ["Budget", "budgets", "disruptions_allowed", "selector_matches", "split_by_violation"]
 
-_PERCENT = re.compile(r"^(\d+)%$")
+_PERCENT = re.compile(r"^(\d+)%\Z")
 
 
 def selector_matches(selector: Any, labels: Mapping[str, str]) -> bool:

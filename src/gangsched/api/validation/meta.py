@@ -26,7 +26,7 @@ NAME_FORMATS: dict[str, Callable[[str], list[str]]] = {
 }
 
 _LABEL_VALUE_FMT = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?"
-_LABEL_VALUE = re.compile(f"^{_LABEL_VALUE_FMT}$")
+_LABEL_VALUE = re.compile(f"^{_LABEL_VALUE_FMT}\\Z")
 _LABEL_VALUE_MSG = (
     "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must "
     "start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used "

@@ -24,11 +24,12 @@ __all__ = [
 _LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _SUBDOMAIN_FMT = _LABEL_FMT + "(\\." + _LABEL_FMT + ")*"
 _QNAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_LABEL = re.compile(f"^{_LABEL_FMT}$")
+# `\Z`, not `$`: Python's `$` also matches before a final "\n", Go's only at the end, so "web\n" would pass.
+_LABEL = re.compile(f"^{_LABEL_FMT}\\Z")
 _DNS1035_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
-_DNS1035 = re.compile(f"^{_DNS1035_FMT}$")
-_SUBDOMAIN = re.compile(f"^{_SUBDOMAIN_FMT}$")
-_QNAME = re.compile(f"^{_QNAME_FMT}$")
+_DNS1035 = re.compile(f"^{_DNS1035_FMT}\\Z")
+_SUBDOMAIN = re.compile(f"^{_SUBDOMAIN_FMT}\\Z")
+_QNAME = re.compile(f"^{_QNAME_FMT}\\Z")
 
 _LABEL_MSG = (
     "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "

@@ -28,7 +28,7 @@ DRIVER_NAME_MAX_LENGTH = 63
 DEVICE_MAX_ID_LENGTH = 32
 CEL_SELECTOR_EXPRESSION_MAX_LENGTH = 10 * 1024
 _C_IDENTIFIER_FMT = "[A-Za-z_][A-Za-z0-9_]*"
-_C_IDENTIFIER = re.compile(f"^{_C_IDENTIFIER_FMT}$")
+_C_IDENTIFIER = re.compile(f"^{_C_IDENTIFIER_FMT}\\Z")
 _C_IDENTIFIER_MSG = (
     "a valid C identifier must start with alphabetic character or '_', followed by a string of alphanumeric "
     "characters or '_'"
