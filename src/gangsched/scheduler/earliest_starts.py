@@ -44,6 +44,8 @@ class _Found:
     now: float
     found: Reservation | None
     log: tuple[int, int] | None  # (generation, length) of the RunningIndex log; None: not only running work
+    # The root could fit by capacity at no time before this on what the plan saw (-INFINITE: not known).
+    fits_from: float
 
 
 def _moved_to(
@@ -94,6 +96,14 @@ class EarliestStarts:
     on after T. This needs the snapshot to count the running work and nothing else at both plans
     (`RunningIndex.counts_running_only`): a replay, where fair share replans every `interval` after each
     start or end, mostly around short work that ends long before the head's reservation.
+
+    Most of those partial searches find nothing, and their capacity check says so at once; but the old
+    search often knew it already. Each answer keeps F, a time before which the root could fit by capacity
+    at no time on what its plan saw (`earliest_start(..., capacity=...)`: the first candidate at which
+    the capacity check passes, with no reservation before the root). Free room only grows with time, and
+    at T the snapshot holds what the old plan saw then: so when T < F, the root fits by capacity at T no
+    better than the old plan did, nor at any candidate before T, and the search up to T finds nothing
+    without being made (`bounded`); F stands for the new answer (after T the snapshots are the old ones).
     `tests/sim/test_plan_state.py` checks every reused answer against `earliest_start` run again. Not
     thread-safe; owned by one planner."""
 
@@ -101,6 +111,7 @@ class EarliestStarts:
         self.objects = 0  # bumped whenever an object other than a pod changes
         self.reused = 0  # answers reused whole
         self.partly = 0  # answers tried afresh only up to the latest release of the work that changed
+        self.bounded = 0  # of those, answers whose search up to that release the capacity bound spared
         self._found: dict[RootKey, _Found] = {}
 
     def objects_changed(self) -> None:
@@ -136,22 +147,47 @@ class EarliestStarts:
             ahead = tuple(r.root for r in held if r.holds(now, found.end))
             return found if ahead == found.ahead else replace(found, ahead=ahead)
         found = None
+        capacity: list[float] = []  # the first time the root could fit by capacity (earliest_start)
+
+        def search(after: float = -INFINITE, until: float = INFINITE) -> Reservation | None:
+            capacity.clear()
+            return earliest_start(
+                scheduler,
+                root,
+                place,
+                estimate,
+                running,
+                held,
+                now,
+                settings,
+                after=after,
+                until=until,
+                capacity=capacity,
+            )
+
         since = self._changed_until(before, root, snap, running, reads, estimate, held, now, settings, index)
         if before is not None and since is not None:
             # Only the work refreshed since, all released by `since`, changed: the candidates up to `since`
             # are tried afresh, the old answer stands beyond it.
             self.partly += 1
-            found = earliest_start(
-                scheduler, root, place, estimate, running, held, now, settings, until=since
-            )
+            if since < before.fits_from:  # none of them fits by capacity (see the class docstring)
+                self.bounded += 1
+                fits_from = before.fits_from
+            else:
+                found = search(until=since)
+                fits_from = capacity[0] if capacity else -INFINITE
+                if fits_from >= INFINITE:  # nothing fits by capacity up to `since`: not before it, at least
+                    fits_from = since
             if found is None and before.found is not None and before.found.start > since:
                 found = _moved_to(before.found, root, running, held, now)
             elif found is None and before.found is not None:
-                found = earliest_start(
-                    scheduler, root, place, estimate, running, held, now, settings, after=since
-                )
+                short = capacity == [INFINITE]  # nothing fit by capacity up to `since`
+                found = search(after=since)
+                if short:
+                    fits_from = capacity[0] if capacity else -INFINITE
         else:
-            found = earliest_start(scheduler, root, place, estimate, running, held, now, settings)
+            found = search()
+            fits_from = capacity[0] if capacity else -INFINITE
         if not any(pi.claims for pi in place.pods):
             log = None
             if index is not None and running.timeless and index.counts_running_only():
@@ -168,6 +204,7 @@ class EarliestStarts:
                 now,
                 found,
                 log,
+                fits_from,
             )
         else:
             self._found.pop(root, None)

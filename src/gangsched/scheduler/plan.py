@@ -452,6 +452,12 @@ def _free_of(reservations: Iterable[Reservation], start: float, end: float, n: i
     return mask
 
 
+def _counts_capacity(place: Placer) -> bool:
+    """Whether the capacity check (`_could_fit`) applies to the root: pods of one equivalence class, not a
+    tree. Else every candidate time gets a trial."""
+    return not place.tree and len({pi.signature for pi in place.pods}) == 1
+
+
 def _could_fit(
     scheduler: Scheduler,
     root: RootKey,
@@ -476,7 +482,7 @@ def _could_fit(
     every node: when the root does not fit then, even with no reservation in its way, it fits at no time,
     and no step is computed. Most of a fair-share plan's checks end there (its head waits for more than the
     work released by the time EarliestStarts' partial reuse tries up to)."""
-    if place.tree or len({pi.signature for pi in place.pods}) != 1 or not len(times):
+    if not _counts_capacity(place) or not len(times):
         yield from times.tolist()
         return
     ev = scheduler.evaluator()
@@ -564,10 +570,14 @@ def earliest_start(
     *,
     after: float = -INFINITE,
     until: float = INFINITE,
+    capacity: list[float] | None = None,
 ) -> Reservation | None:
     """The first time in [now, now + window] at which `place` fits the root around `reservations`, with the
     nodes it then takes; None if it fits at no such time (or only with work of unknown end gone). With
-    `after` / `until`, only the candidate times in (after, until] are tried (EarliestStarts).
+    `after` / `until`, only the candidate times in (after, until] are tried (EarliestStarts). With
+    `capacity`, when no reservation is given and the capacity check applies (`_counts_capacity`), the first
+    of those times at which the root could fit by capacity is appended to it (INFINITE: none), whether or
+    not its trial succeeds: EarliestStarts keeps it as a bound.
 
     Candidate times are now and the (rounded) expected ends of running work and of reservations. Ties are
     broken by `tie_breaker`, started afresh at each trial; the scheduler's own generator is neither read nor
@@ -587,6 +597,8 @@ def earliest_start(
     ]
     could = _could_fit(scheduler, root, place, times, running, reservations, duration)
     first = next(could, None)
+    if capacity is not None and not reservations and _counts_capacity(place):
+        capacity.append(INFINITE if first is None else first)
     if first is None:
         return None
     undo: list[Callable[[], None]] = []
