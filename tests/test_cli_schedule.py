@@ -255,3 +255,23 @@ def test_the_rows_said_to_be_float_free_hold_no_float(path: str) -> None:
     found = {type(leaf).__name__ for key in FLOAT_FREE_ROWS for leaf in leaves(out[key])}
     assert found <= {"str", "NoneType"}, found
     assert "str" in found
+
+
+def test_problems_of_objects_a_job_creates_name_the_jobs_file(tmp_path: Path) -> None:
+    """The Workload, PodGroup and pods a Job expands into are defaulted as the API server defaults what a
+    controller creates; when that fails (a priorityClassName no input defines), each line names the file the
+    Job came from, as every other problem does."""
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text(
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: train, namespace: ml}\n"
+        "spec:\n  parallelism: 2\n  scheduling: {schedulingPolicy: {gang: {}}}\n"
+        "  template:\n    spec:\n      restartPolicy: Never\n      priorityClassName: missing\n"
+        "      containers: [{name: c, image: x}]\n"
+    )
+    result = schedule("-f", str(manifest), "-o", "json")
+    assert result.exit_code == 1 and result.stdout == ""
+    lines = result.stderr.splitlines()
+    kinds = sorted({line.split(": ")[1].split(" ")[0] for line in lines})
+    assert kinds == ["Pod", "PodGroup", "Workload"]  # 2 pods, their PodGroup, the Workload
+    assert len(lines) == 4
+    assert all(line.startswith(f"{manifest}: ") and 'Not found: "missing"' in line for line in lines), lines

@@ -67,6 +67,7 @@ def expand_jobs(
     controlled = _controlled_uids(objects)
     out: list[Any] = []
     problems: list[Problem] = []
+    source: dict[int, Any] = {}  # id of a created object -> the Job or JobSet it came from
     for obj in objects:
         if isinstance(obj, batch_v1.Job) and obj.spec is not None and _uid(obj, "Job") not in controlled:
             expansion: Any = build_job(obj, workload_with_job=with_job)
@@ -85,8 +86,15 @@ def expand_jobs(
             )
             out.append(obj)
             continue
-        out.extend(expansion.objects())
-    problems.extend(_default_created(objects, out, file_of))
+        created = expansion.objects()
+        source.update((id(o), obj) for o in created)
+        out.extend(created)
+
+    def source_file(obj: Any) -> str:
+        """A created object's problems name the file of the Job or JobSet it came from."""
+        return file_of(source.get(id(obj), obj)) if file_of is not None else ""
+
+    problems.extend(_default_created(objects, out, source_file))
     return out, problems
 
 
