@@ -80,6 +80,17 @@ def _name(root: RootKey) -> str:
 
 
 @dataclass(slots=True)
+class _WalkMasks:
+    """The reservations a release walk reads (those not ended), by start, and the node masks outside the
+    first n of them but `own`'s (read-only, made when first asked)."""
+
+    held: list[Reservation]  # by start
+    starts: list[float]
+    keys: list[RootKey]
+    masks: dict[tuple[int, RootKey | None], BoolArray] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
 class Backfill:
     """The reservations of one scheduler and the rules that protect them. Not thread-safe."""
 
@@ -107,6 +118,10 @@ class Backfill:
     # `allowed`'s masks by the node count and the reservations that hold (their ids; the reservations kept
     # beside the mask, so that an id is never that of a reservation gone), emptied at each plan.
     _masks: dict[tuple[int, ...], tuple[tuple[Reservation, ...], BoolArray]] = field(default_factory=dict)
+    # `room_check`'s reservations in its way, by start, and the node masks outside the first n of them (but
+    # a root's own), by the reservations not ended (their ids, the reservations kept beside), until the next
+    # plan: every release asks, and between plans the same reservations stand.
+    _walk_masks: dict[tuple[int, ...], _WalkMasks] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._waiting = WaitingRoots(self.scheduler.queue)
@@ -341,6 +356,7 @@ class Backfill:
             held.append(r)
         self.reservations = {r.root: r for r in held}
         self._masks.clear()
+        self._walk_masks.clear()
         self._planned = planned
         self._starts.forget_all_but(looked)
         self.planned_at, self.dirty, self.changed = now, False, False
@@ -403,16 +419,19 @@ class Backfill:
         room bound before a cycle, so that a release does not wake a root whose room is all reserved,
         only for the bound to send it back. None without reservations (every node is allowed). Valid while
         the snapshot and the plan stand (one walk); rooms are counted once per class and set of
-        reservations in the way."""
+        reservations in the way, and the reservations' order and node masks are kept until the next plan."""
         if not self.reservations:
             return None
         ev = self.scheduler.evaluator()
+        n_nodes = len(ev.snap)
         # A reservation holds against a root running over [now, end) when it starts before `end` (and has
         # not ended): with the reservations by start, those are a prefix, found by bisection.
-        live = sorted((r.start, k) for k, r in self.reservations.items() if now < r.end)
-        starts = [start for start, _ in live]
-        keys = [k for _, k in live]
-        masks: dict[tuple[int, RootKey | None], BoolArray] = {}
+        live = tuple(r for r in self.reservations.values() if now < r.end)
+        walk = self._walk_masks.get(ids := (n_nodes, *map(id, live)))
+        if walk is None:
+            held = sorted(live, key=lambda r: (r.start, r.root))
+            walk = self._walk_masks[ids] = _WalkMasks(held, [r.start for r in held], [r.root for r in held])
+        starts, keys, masks, held = walk.starts, walk.keys, walk.masks, walk.held
         rooms: dict[tuple[Any, int, RootKey | None], int] = {}
 
         first = starts[0] if starts else INFINITE
@@ -437,10 +456,12 @@ class Backfill:
             if counted is None:
                 mask = masks.get((n, own))
                 if mask is None:
-                    mask = masks[n, own] = np.ones(len(ev.snap), dtype=bool)
-                    for k in keys[:n]:
-                        if k != own:
-                            mask[sorted(self.reservations[k].nodes)] = False
+                    mask = np.ones(n_nodes, dtype=bool)
+                    for r in held[:n]:
+                        if r.root != own:
+                            mask[sorted(r.nodes)] = False
+                    mask.flags.writeable = False
+                    masks[n, own] = mask
                 counted = rooms[like.signature, n, own] = ev.room_for(like, mask)
             return counted
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import operator
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -71,6 +72,15 @@ def _same_placer(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
     return a[:4] == b[:4] and len(a[4]) == len(b[4]) and all(map(operator.is_, a[4], b[4]))
 
 
+def _same_held(a: Sequence[Reservation], b: Sequence[Reservation]) -> bool:
+    return len(a) == len(b) and all(x == y for x, y in zip(a, b, strict=True))
+
+
+def _held_nodes(r: Reservation) -> tuple[float, float, frozenset[int]]:
+    """All that a trial placement reads of a reservation before it (`plan._free_of`)."""
+    return r.start, r.end, r.nodes
+
+
 class EarliestStarts:
     """The earliest starts a plan found, reused by the next plan while nothing they read has changed: a
     plan is a function of what it reads (the trial placements' ties are the root's own: `tie_breaker`), so
@@ -97,6 +107,15 @@ class EarliestStarts:
     (`RunningIndex.counts_running_only`): a replay, where fair share replans every `interval` after each
     start or end, mostly around short work that ends long before the head's reservation.
 
+    The reservations before the root may differ too, when every one that differs (held by one plan, not
+    by the other: compared by start, end and nodes, all a trial reads of them) has ended by T, T raised to
+    its end and its end on the grid if need be. A reservation over [start, end) holds nodes against a trial
+    at t only if t < end, so after T the trials get the same node masks, and the candidate times after T
+    are the same (a reservation's end is a candidate on the grid, at most T here). This is the plan at
+    depth N after a planned root started: its reservation is gone and the root is running work, released
+    when the reservation would have ended or later, and the roots planned behind it would otherwise be
+    searched afresh (most plans at depth 4 on the philly trace are of this kind).
+
     Most of those partial searches find nothing, and their capacity check says so at once; but the old
     search often knew it already. Each answer keeps F, a time before which the root could fit by capacity
     at no time on what its plan saw (`earliest_start(..., capacity=...)`: the first candidate at which
@@ -104,6 +123,8 @@ class EarliestStarts:
     at T the snapshot holds what the old plan saw then: so when T < F, the root fits by capacity at T no
     better than the old plan did, nor at any candidate before T, and the search up to T finds nothing
     without being made (`bounded`); F stands for the new answer (after T the snapshots are the old ones).
+    F counts no reservation, and reservations only take room away: it bounds the new search whatever
+    reservations come before the root now.
     `tests/sim/test_plan_state.py` checks every reused answer against `earliest_start` run again. Not
     thread-safe; owned by one planner."""
 
@@ -224,16 +245,18 @@ class EarliestStarts:
         index: RunningIndex | None,
     ) -> float | None:
         """When the old answer was found with the snapshot counting running work only, and since then only
-        running work changed (no other pod, object or setting; the root itself not running): the latest
-        release, before or after, of the work that changed, at least `now`. Beyond it every candidate time
-        and what the snapshot holds then are as the old plan saw them. None when that does not apply."""
+        running work and the reservations before the root changed (no other pod, object or setting; the
+        root itself not running): the latest release, before or after, of the work that changed, and the
+        latest end (as is and on the grid) of the reservations held by one plan and not the other, at least
+        `now`. Beyond it every candidate time, what the snapshot holds then and the nodes the reservations
+        hold against the root are as the old plan saw them. None when that does not apply."""
         if (
             before is None
             or index is None
             or before.log is None
             or before.log[0] != index.log_generation
             or not running.timeless
-            or not self._same_reads(before, snap, reads, estimate, held, now, settings)
+            or not self._same_reads(before, snap, reads, estimate, now, settings)
             or not index.counts_running_only()
         ):
             return None
@@ -242,6 +265,14 @@ class EarliestStarts:
             if changed == root or released >= INFINITE:
                 return None
             since = max(since, released)
+        if not _same_held(before.held, held):
+            differ = Counter(map(_held_nodes, before.held))
+            differ.subtract(map(_held_nodes, held))
+            for (_, end, _), count in differ.items():
+                if count:
+                    if end >= INFINITE:
+                        return None
+                    since = max(since, end, settings.round_up(end))
         return since
 
     def _same_reads(
@@ -250,13 +281,11 @@ class EarliestStarts:
         snap: Snapshot,
         reads: tuple[Any, ...],
         estimate: Estimate,
-        held: Sequence[Reservation],
         now: float,
         settings: PlanSettings,
     ) -> bool:
         """What both kinds of reuse need: the old answer was found on this snapshot with the same objects
-        other than pods, settings (an unbounded window), estimate, placer and reservations before the root,
-        no later than `now`."""
+        other than pods, settings (an unbounded window), estimate and placer, no later than `now`."""
         return (
             before.snap is snap
             and before.objects == self.objects
@@ -265,8 +294,6 @@ class EarliestStarts:
             and before.now <= now
             and before.estimate == estimate
             and _same_placer(before.placer, reads)
-            and len(before.held) == len(held)
-            and all(a == b for a, b in zip(before.held, held, strict=True))
         )
 
     def _stands(
@@ -281,7 +308,8 @@ class EarliestStarts:
         settings: PlanSettings,
     ) -> bool:
         if not (
-            self._same_reads(before, snap, reads, estimate, held, now, settings)
+            self._same_reads(before, snap, reads, estimate, now, settings)
+            and _same_held(before.held, held)
             and before.version == snap.version
             and before.running is running
             and (before.found is None or before.found.start > now)

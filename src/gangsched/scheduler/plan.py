@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
+import functools
 import itertools
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
@@ -444,6 +445,15 @@ def tie_breaker(seed: int, root: RootKey) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(f"{kind}\0{ns}\0{name}".encode())])
 
 
+@functools.lru_cache(maxsize=256)
+def _fresh_tie_breaker(seed: int, root: RootKey) -> tuple[np.random.Generator, Mapping[str, Any]]:
+    """`tie_breaker(seed, root)` and its state as made, kept for the roots planned lately: seeding a
+    generator (a SeedSequence hashed into PCG64's state) cost more than a tenth of a plan's earliest start,
+    and putting a kept state back gives the same draws. Shared: each trial puts the state back first."""
+    ties = tie_breaker(seed, root)
+    return ties, ties.bit_generator.state
+
+
 def _free_of(reservations: Iterable[Reservation], start: float, end: float, n: int) -> BoolArray:
     mask = np.ones(n, dtype=bool)
     for r in reservations:
@@ -497,7 +507,7 @@ def _could_fit(
     pod_k = work_k[running.pod_work] if len(running.pod_work) else np.zeros(0, dtype=np.intp)
     pod_node, pod_use = running.pod_node, running.pod_use[rows]
     free = snap.alloc[rows] - snap.used[rows]  # [row, node], before the first candidate time
-    need = np.array([v for _, v in c.vec.rows], dtype=np.int64)[None, :, None]
+    need = [v for _, v in c.vec.rows]
     refused = ~c.static_ok
     held = [(r.start, r.end, np.array(sorted(r.nodes), dtype=np.intp)) for r in reservations]
     domains: tuple[npt.NDArray[Any], BoolArray, int] | None = None  # (domain of each node, outside, count)
@@ -521,10 +531,15 @@ def _could_fit(
         span = times[lo:hi]
         given = np.flatnonzero((pod_k >= lo) & (pod_k < hi))
         back = np.zeros((hi - lo, len(rows), n_nodes), dtype=np.int64)
+        at = (pod_k[given] - lo, pod_node[given])
         for i in range(len(rows)):
-            np.add.at(back[:, i, :], (pod_k[given] - lo, pod_node[given]), pod_use[i, given])
-        np.cumsum(back, axis=0, out=back)
-        back += free[None, :, :]
+            np.add.at(back[:, i, :], at, pod_use[i, given])
+        # What is free at each of these times: the room before them plus what was given back by then, summed
+        # step by step (np.cumsum along the first axis of so small an array sums each column apart, ten
+        # times slower; the same integers).
+        back[0] += free
+        for k in range(1, hi - lo):
+            back[k] += back[k - 1]
         free = back[-1].copy()  # what is free at the last of these times: where the next step starts
         cap = _pods_per_node(back, need, refused)
         for start, end, cols in held:
@@ -534,11 +549,15 @@ def _could_fit(
 
 
 def _pods_per_node(
-    room: npt.NDArray[np.int64], need: npt.NDArray[np.int64], refused: BoolArray
+    room: npt.NDArray[np.int64], need: Sequence[int], refused: BoolArray
 ) -> npt.NDArray[np.int64]:
     """How many of the root's pods each node takes at each time: `room` is [time, row, node], `need` the
-    pod's amount per row; nodes the static filters refuse take none."""
-    cap: npt.NDArray[np.int64] = np.maximum(room // need, 0).min(axis=1)
+    pod's amount per row (every pod asks for a pod slot: one row at least); nodes the static filters refuse
+    take none. Row by row, each divided by a scalar (dividing by a broadcast column cost twice as much)."""
+    cap: npt.NDArray[np.int64] = room[:, 0, :] // need[0]
+    for i in range(1, len(need)):
+        np.minimum(cap, room[:, i, :] // need[i], out=cap)
+    np.maximum(cap, 0, out=cap)
     cap[:, refused] = 0
     return cap
 
@@ -604,8 +623,7 @@ def earliest_start(
     undo: list[Callable[[], None]] = []
     gone: list[RunningWork] = []
     next_work = 0
-    ties = tie_breaker(scheduler.seed, root)
-    fresh = ties.bit_generator.state
+    ties, fresh = _fresh_tie_breaker(scheduler.seed, root)
     cycle_rng, ev.rng = ev.rng, ties
     try:
         for t in itertools.chain([first], could):
