@@ -21,14 +21,15 @@ Three figures of pods per CPU second of what is not loading, from the same runs 
 best run counts, as a busy machine only ever adds time):
 - new: pods / (schedule's CPU - its own load phase), the best run. Both terms come from one process, so the
   ~0.1 s by which a process's loading moves from run to run cancels out; and everything but the load work
-  itself stays counted, interpreter start and every import (the loader's too) included. The spread of this
-  figure over the runs is printed beside it;
+  itself stays counted, interpreter start and every import (the loader's too) included. Its worst run is
+  printed beside it;
 - new less loading's start: the same, less what the load-only process spends outside its load phase
   (interpreter start and the loader's imports: what a program that only loads must also pay), its best run.
   It nets out what the old figure nets out, without the two ~1 s load phases of two processes in it;
 - old: pods / (schedule's CPU - the load-only process's CPU), the best run of each: the difference of two
   processes of about 1 s each, each moving by up to 0.1 s from run to run, so that a 3,000-pod shape's
-  figure moves by a third. Kept for comparison with the figures measured so before 2026-12-01 16:00 UTC.
+  figure moves by a third. Kept for comparison with the figures measured so before 2026-12-01 16:00 UTC;
+  its spread is printed too (each run of `schedule` less the load-only run that followed it).
 The baseline beside them is the engine figure of the same shape from `benchmarks/engine.py` (nodes synced
 before the clock, no loading, snapshot building or output), by CPU time: what end to end could reach at
 most. Never asserts.
@@ -117,10 +118,10 @@ def main(argv: list[str] | None = None) -> int:
     gangsched = str(Path(sys.executable).parent / "gangsched")
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(
-        f"{'':<25} {'CPU s, best run':^31}   {'net CPU s':^23}   {'pods per CPU s':^32}\n"
-        f"{'shape':<18} {'pods':>6} {'schedule':>8} {'its load':>8} {'load-only':>9} {'its start':>9} "
-        f"{'new':>5} {'new, worst':>10} {'old':>5}   {'new':>6} {'new, worst':>10} {'new-start':>9} "
-        f"{'old':>6} {'engine':>7}"
+        f"{'':<25} {'CPU s, best run':^37}   {'net CPU s':^21}   {'pods per CPU s':^49}\n"
+        f"{'shape':<18} {'pods':>6} {'schedule':>8} {'its load':>8} {'load-only':>9} {'its start':>9}   "
+        f"{'new':>5} {'worst':>5} {'old':>4} {'worst':>5}   {'new':>6} {'worst':>6} {'new-start':>9} "
+        f"{'old':>6} {'worst':>6} {'engine':>7}"
     )
     with tempfile.TemporaryDirectory() as tmp:
         env = bytecode_env(Path(tmp) / "pycache")
@@ -143,12 +144,14 @@ def main(argv: list[str] | None = None) -> int:
             new = min(r.beyond_load for r in runs["schedule"])
             new_worst = max(r.beyond_load for r in runs["schedule"])
             old = schedule.cpu - load_only
+            # the old figure's spread: each run of `schedule` less the load-only run that followed it
+            old_worst = max(s.cpu - o.cpu for s, o in zip(runs["schedule"], runs["load"], strict=True))
             run = engine.median_run(name, False, "gang", None, 1)
             print(
                 f"{name:<18} {pods:>6} {schedule.cpu:>8.2f} {schedule.load:>8.2f} {load_only:>9.2f} "
-                f"{load_start:>9.2f} {new:>5.2f} {new_worst:>10.2f} {old:>5.2f}   {_rate(pods, new):>6} "
-                f"{_rate(pods, new_worst):>10} {_rate(pods, new - load_start):>9} {_rate(pods, old):>6} "
-                f"{run['bound'] / run['cpu_seconds']:>7.0f}"
+                f"{load_start:>9.2f}   {new:>5.2f} {new_worst:>5.2f} {old:>4.2f} {old_worst:>5.2f}   "
+                f"{_rate(pods, new):>6} {_rate(pods, new_worst):>6} {_rate(pods, new - load_start):>9} "
+                f"{_rate(pods, old):>6} {_rate(pods, old_worst):>6} {run['bound'] / run['cpu_seconds']:>7.0f}"
             )
             sys.stdout.flush()
     print(f"load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
