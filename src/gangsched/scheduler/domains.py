@@ -106,10 +106,11 @@ class DomainSums:
             if new == old:
                 continue
             per_node[col] = new
-            change = [value - before for value, before in zip(new, old, strict=True)]
-            if column in delta:
-                change = [a + b for a, b in zip(delta[column], change, strict=True)]
-            delta[column] = change
+            before = delta.get(column)
+            if before is None:
+                delta[column] = [value - was for value, was in zip(new, old, strict=True)]
+            else:
+                delta[column] = [d + value - was for d, value, was in zip(before, new, old, strict=True)]
         for column, change in delta.items():
             self.sums[:, column] += change
         self.touched.extend(delta)
@@ -129,6 +130,7 @@ class DomainBests:
 
     def __init__(self, snap: Snapshot, key: str, row: Int64Array) -> None:
         self.snap, self.row = snap, row
+        self._cells = row.data  # the row's values as Python ints, one node at a time
         perm, starts, ordered = snap.domains(key)
         bounds = [*starts.tolist(), len(perm)]
         # each label code's nodes in node order (the permutation's runs are stable-sorted)
@@ -152,12 +154,14 @@ class DomainBests:
         snap, changed = self.snap, self.snap.changed
         if self.generation != snap.generation or len(changed) - self.synced > FEW:
             self._best.clear()  # found again per domain when read: cheaper than following many changes
-        else:
-            for col in set(changed[self.synced :]):
-                code = self._node_code[col]
-                kept = self._best.get(code)
-                if kept is not None and not retie(kept[0], kept[1], col, int(self.row[col])):
-                    del self._best[code]
+        elif len(changed) > self.synced:
+            cells, node_code, kept_bests = self._cells, self._node_code, self._best
+            fresh = changed[self.synced :]  # usually the one node the previous pod went to
+            for col in fresh if len(fresh) == 1 else set(fresh):
+                code = node_code[col]
+                kept = kept_bests.get(code)
+                if kept is not None and not retie(kept[0], kept[1], col, cells[col]):
+                    del kept_bests[code]
         self.synced, self.generation = len(changed), snap.generation
 
 

@@ -46,6 +46,7 @@ __all__ = ["BASE_RESOURCES", "DRA_SERVED", "PodVector", "Snapshot", "Taint"]
 
 BASE_RESOURCES = ("cpu", "memory", "pods", "ephemeral-storage")
 CPU, MEMORY, PODS = 0, 1, 2
+_MORE_THAN_ANY = 1 << 62  # more pods than a node holds: where a minimum over a vector's rows starts
 # Quantities beyond this (about 9e12 units: 8 PiB of memory) count as this much, so that no int64 sum in the
 # snapshot overflows; validation accepts `1e38Ei` as upstream does.
 MAX_MILLI = 2**53
@@ -502,6 +503,24 @@ class Snapshot:
             [row[col] for row in self._used_rows],
             [row[col] for row in self._nonzero_rows],
         )
+
+    def holds(self, col: int, vec: PodVector) -> int:
+        """How many more pods taking `vec` node `col`'s free amounts hold (0 when over-committed), in scalar
+        code: the per-node count a topology placement sums, for the few nodes a group changed. `vec.rows`
+        always has the pods row."""
+        alloc, used = self._alloc_rows, self._used_rows
+        count = _MORE_THAN_ANY
+        for row, v in vec.rows:  # a plain loop: min() over a generator costs more than the rows it reads
+            fits = (alloc[row][col] - used[row][col]) // v
+            if fits < count:
+                count = fits
+        return count if count > 0 else 0
+
+    def scored_amounts(self, col: int) -> tuple[int, int, int, int]:
+        """Node `col`'s allocatable cpu and memory and its non-zero requested cpu and memory: what
+        MostAllocated reads of a node, as Python ints."""
+        alloc, nonzero = self._alloc_rows, self._nonzero_rows
+        return alloc[CPU][col], alloc[MEMORY][col], nonzero[0][col], nonzero[1][col]
 
     def __len__(self) -> int:
         return len(self.node_names)

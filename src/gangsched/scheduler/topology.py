@@ -98,6 +98,7 @@ def pin(
 
 
 Int64Array = npt.NDArray[np.int64]
+_max = np.maximum.reduce  # ndarray.max without its Python wrapper
 
 
 @dataclass(slots=True, eq=False)
@@ -164,10 +165,12 @@ def most_allocated(snap: Snapshot, nodes: BoolArray) -> int:
 
 
 def choose(pods: Int64Array, most: Int64Array, ev: Evaluator) -> int:
-    """Index of the best placement: pods count normalised by the best, plus MostAllocated; ties at random."""
-    best_pods = int(pods.max()) or 1
+    """Index of the best placement: pods count normalised by the best, plus MostAllocated; ties at random.
+    Called once per group on a few dozen placements, where numpy's Python wrappers (ndarray.max,
+    np.flatnonzero) cost more than the work: the ufunc's reduction and `nonzero` are called directly."""
+    best_pods = int(_max(pods)) or 1
     totals = pods * MAX_SCORE // best_pods + most
-    winners = np.flatnonzero(totals == totals.max())
+    winners = (totals == _max(totals)).nonzero()[0]
     return int(winners[0] if winners.size == 1 else winners[ev.rng.integers(winners.size)])
 
 
@@ -194,12 +197,8 @@ class _ClassRoom:
         return out
 
     def one(self, col: int) -> list[int]:
-        snap = self.snap
-        alloc, used = snap.alloc[:, col].tolist(), snap.used[:, col].tolist()  # a column: one call each
-        room = 0
-        if self.c.static_ok[col]:
-            room = min((alloc[row] - used[row]) // v for row, v in self.c.vec.rows)
-        return [max(room, 0), alloc[CPU], alloc[MEMORY], *snap.nonzero_used[:, col].tolist()]
+        snap, c = self.snap, self.c
+        return [snap.holds(col, c.vec) if c.static_cells[col] else 0, *snap.scored_amounts(col)]
 
 
 def _scores(sums: Int64Array, want: tuple[int, int, int, int, int]) -> tuple[Int64Array, Int64Array]:
@@ -302,7 +301,7 @@ def _fast(ev: Evaluator, attempt: GroupAttempt, key: str, options: list[Placemen
         # Exact int64 sums per label code (bincount would go through float64 and lose memory's low bits).
         option_codes = np.array([p.code for p in options], dtype=np.intp)
         pods, most = _scores(np.add.reduceat(values[:, perm], starts, axis=1)[:, option_codes], want)
-    index = np.flatnonzero(pods >= 0)
+    index = (pods >= 0).nonzero()[0]  # np.flatnonzero without its wrapper: the arrays are flat
     return index, pods[index], most[index]
 
 
