@@ -44,7 +44,7 @@ from .policy import QUEUE_POLICIES, QueuePolicy
 from .queue import MAX_UNSCHEDULABLE_SECONDS, QueuedRoot, RootKey, SchedulingQueue
 from .recovery import WAIT, Recovery
 from .snapshot import Snapshot
-from .topology import Pin, in_one_placement, pin, place_with_topology
+from .topology import UNPINNED, Pin, in_one_placement, pin, place_with_topology
 from .tree import TreeNode, TreeResult, evaluate_root
 
 if TYPE_CHECKING:
@@ -219,12 +219,16 @@ class Scheduler:
         return ("Pod", *pi.key)
 
     def _on_change(self, change: Change) -> None:
+        if change.kind == "Pod":  # most changes (a pod added, bound, deleted): none of the kind checks below
+            self._on_claims_change(change)
+            self._on_pod(change)
+            return
         if change.kind in ("PodGroup", "CompositePodGroup"):
             self._queue_entries.clear()
-        if self.backfill is not None and change.kind != "Pod":
+        if self.backfill is not None:
             # Pods' roots and nodes may have moved (pods: touch).
             self.backfill.objects_changed(change.kind, change.action)
-        if change.kind in CLAIM_KINDS or change.kind == "Pod":
+        if change.kind in CLAIM_KINDS:
             self._on_claims_change(change)
         if change.kind == "DeviceClass":
             self._on_device_class_change()
@@ -234,8 +238,6 @@ class Scheduler:
             self._snap = self._ev = None
             self.waiters.clear()
             self.queue.move_all_to_active()
-        elif change.kind == "Pod":
-            self._on_pod(change)
         elif change.kind == "PodGroup" and self.use_groups:
             self._on_pod_group(change)
         elif change.kind == "CompositePodGroup" and self.use_groups and self.gates.composite_pod_group:
@@ -562,22 +564,24 @@ class Scheduler:
         runs first; for it the condition carries what kube-apiserver writes on a gated pod's creation."""
         if pi.pod.spec.schedulingGates:
             return SCHEDULING_GATES_MESSAGE
-        if pi.group is None:
-            return None
-        pg = self.store.get("PodGroup", pi.group)
+        return None if pi.group is None else self._group_gate_message(pi.group)
+
+    def _group_gate_message(self, group: tuple[str, str]) -> str | None:
+        """`_gate_message` after SchedulingGates, for a member of `group`: the same for all its members."""
+        pg = self.store.get("PodGroup", group)
         if pg is None:
-            return f'waiting for pod\'s pod group "{pi.group[1]}" to appear in scheduling queue'
+            return f'waiting for pod\'s pod group "{group[1]}" to appear in scheduling queue'
         gang, min_count = _min_count(pg)
-        if gang and len(self._members.get(pi.group, ())) < min_count:
+        if gang and len(self._members.get(group, ())) < min_count:
             return "waiting for minCount pods from a gang to appear in scheduling queue"
         parent = self.hierarchy.parent_of(pg)
         if parent is None:
             return None
-        chain, problem = self.hierarchy.ancestry(pi.group[0], parent)
+        chain, problem = self.hierarchy.ancestry(group[0], parent)
         if problem is not None:
             # A missing parent may still appear; a cycle never resolves: let the cycle report it Invalid.
             return None if "cycle" in problem else problem
-        return self.hierarchy.gate_message(("CompositePodGroup", pi.group[0], chain[-1]))
+        return self.hierarchy.gate_message(("CompositePodGroup", group[0], chain[-1]))
 
     def _pending(self, pi: PodInfo) -> bool:
         pod = pi.pod
@@ -585,13 +589,22 @@ class Scheduler:
 
     def _regate(self, group: tuple[str, str], only_gated: bool = False) -> None:
         keys = self._gated_in_group.get(group, set()) if only_gated else self._members.get(group, set())
+        if not keys:
+            return
+        # The group's part of the gate is the same for every member: asked once (a gang's members are
+        # admitted together when its last pod arrives).
+        group_message = self._group_gate_message(group)
         for key in sorted(keys, key=lambda k: self._pods[k].order):
             pi = self._pods[key]
             if self._pending(pi) and self._ours(pi):
-                self._admit(pi)
+                gated = pi.pod.spec.schedulingGates
+                self._enter(pi, SCHEDULING_GATES_MESSAGE if gated else group_message)
 
     def _admit(self, pi: PodInfo) -> None:
-        message = self._gate_message(pi)
+        self._enter(pi, self._gate_message(pi))
+
+    def _enter(self, pi: PodInfo, message: str | None) -> None:
+        """Queue the pod's root when `message`, its `_gate_message`, is None; else hold it at PreEnqueue."""
         if message is not None:
             self._gated[pi.key] = message
             if pi.group is not None:
@@ -912,6 +925,8 @@ class Scheduler:
         return None if node is None else (node.metadata.labels or {})
 
     def _pin(self, bound: list[PodInfo], key: str) -> Pin:
+        if not bound:  # the usual group: no member running yet pins it anywhere
+            return UNPINNED
         return pin(((*pi.key, pi.pod.spec.nodeName) for pi in bound), key, self._labels_of)
 
     def _place_group(

@@ -34,6 +34,7 @@ from .snapshot import CPU, MEMORY, Snapshot
 
 __all__ = [
     "NO_PLACEMENTS",
+    "UNPINNED",
     "Pin",
     "Placement",
     "adaptive_placement_limit",
@@ -72,6 +73,9 @@ class Pin:
 
     domains: frozenset[str] = frozenset()
     error: str | None = None
+
+
+UNPINNED = Pin()  # no member running: every placement is open
 
 
 def pin(
