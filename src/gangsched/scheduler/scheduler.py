@@ -223,7 +223,11 @@ class Scheduler:
             self._on_claims_change(change)
             self._on_pod(change)
             return
-        if change.kind in ("PodGroup", "CompositePodGroup"):
+        if change.kind == "PodGroup":
+            # A group's entry reads its PodGroup and the CompositePodGroups above it, never another PodGroup:
+            # only its own is dropped (the entries of the groups whose pods are added next are kept).
+            self._queue_entries.pop(change.key, None)
+        elif change.kind == "CompositePodGroup":
             self._queue_entries.clear()
         if self.backfill is not None:
             # Pods' roots and nodes may have moved (pods: touch).
@@ -619,7 +623,7 @@ class Scheduler:
 
     def _queue_entry(self, pi: PodInfo) -> tuple[RootKey, int, tuple[float, int]]:
         """(root, priority, timestamp) under which the pod is queued. For group members it is the same for
-        the whole group, so it is kept until a PodGroup or CompositePodGroup changes."""
+        the whole group, so it is kept until its PodGroup or a CompositePodGroup changes."""
         if pi.group is None:
             return ("Pod", *pi.key), pi.priority, self.store.timestamp("Pod", pi.key)
         entry = self._queue_entries.get(pi.group)
