@@ -543,7 +543,12 @@ class Evaluator:
         if not c.static_ok[col]:
             return 0
         free = self._free_on(col)
-        return max(min(free[row] // v for row, v in c.vec.rows), 0)
+        room = None
+        for row, v in c.vec.rows:  # a loop, not min() over a generator: every release asks it per class
+            fits = free[row] // v
+            if room is None or fits < room:
+                room = fits
+        return max(room, 0) if room is not None else 0
 
     def _free_on(self, col: int) -> list[int]:
         """Node `col`'s free amount per resource row. A release refreshes every waiting class on the same

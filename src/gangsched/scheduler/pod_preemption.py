@@ -12,6 +12,7 @@ start among the highest-priority victims, first found.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from dataclasses import dataclass
 
@@ -125,11 +126,18 @@ def _victims_on_node(
         out.restore()
 
 
-def _no_candidate(snap: Snapshot, histogram: Counter[str]) -> str:
-    """The message of a preemption that found no node: why each node was not one."""
-    failure = FitFailure(len(snap))
+def _no_candidate(nodes: int, histogram: Counter[str]) -> str:
+    """The message of a preemption that found no node among `nodes`: why each node was not one."""
+    failure = FitFailure(nodes)
     failure.histogram.update(+histogram)
     return failure.message()
+
+
+@functools.lru_cache(maxsize=64)
+def _nothing_to_evict(nodes: int, tried: int) -> str:
+    """The message when no pod of lower priority runs: `tried` nodes found no victims, the others could
+    not be helped. The same few counts come back at every failed cycle of a replay, so it is kept."""
+    return _no_candidate(nodes, Counter({NOT_HELPFUL: nodes - tried, NO_VICTIMS_FOR_POD: tried}))
 
 
 def preempt_pod(view: PreemptionView, pi: PodInfo) -> Preemption | str:
@@ -149,8 +157,7 @@ def preempt_pod(view: PreemptionView, pi: PodInfo) -> Preemption | str:
         return Ineligible(TERMINATING_ON_NOMINATED)
     claims_ok = ev.claims_feasible(pi)
     feasible = cls.static_ok if claims_ok is None else cls.static_ok & claims_ok
-    potential = np.flatnonzero(feasible & ~_beyond_allocatable(snap, cls.vec))
-    histogram: Counter[str] = Counter({NOT_HELPFUL: len(snap) - potential.size})
+    tried = feasible & ~_beyond_allocatable(snap, cls.vec)
     by_node: dict[int, list[VictimUnit]] = {}
     for unit in lower_priority_units(view, pi.priority):
         for node in {snap.placed[p.key][0] for p in unit.pods}:
@@ -159,8 +166,9 @@ def preempt_pod(view: PreemptionView, pi: PodInfo) -> Preemption | str:
         # Nothing of lower priority runs anywhere: every node tried would say so, whatever the budgets and
         # wherever the walk began (its random offset is not drawn: a cycle that evicts nothing leaves the
         # generator as it was anyway, Scheduler.schedule_one).
-        histogram[NO_VICTIMS_FOR_POD] += potential.size
-        return _no_candidate(snap, histogram)
+        return _nothing_to_evict(len(snap), int(np.count_nonzero(tried)))
+    potential = np.flatnonzero(tried)
+    histogram: Counter[str] = Counter({NOT_HELPFUL: len(snap) - potential.size})
     pdbs = view.budgets()
     candidates: list[_Candidate] = []
     wanted = min(
@@ -182,7 +190,7 @@ def preempt_pod(view: PreemptionView, pi: PodInfo) -> Preemption | str:
         else:
             histogram.update(found)
     if not candidates:
-        return _no_candidate(snap, histogram)
+        return _no_candidate(len(snap), histogram)
     best = min(candidates, key=_Candidate.rank)
     meta = pi.pod.metadata
     return Preemption(

@@ -8,6 +8,7 @@ returns what it decided. It never writes to the store; `run_until_stable` or the
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -46,12 +47,15 @@ from .recovery import WAIT, Recovery
 from .snapshot import Snapshot
 from .topology import UNPINNED, Pin, in_one_placement, pin, place_with_topology
 from .tree import TreeNode, TreeResult, evaluate_root
+from .victims import group_priority
 
 if TYPE_CHECKING:
     from ..store.store import Store
     from .backfill import Backfill
+    from .claims_postfilter import ClaimsPostFilter
     from .claims_stage import ClaimsStage
     from .postfilter import PostFilterResult
+    from .preemption import PreemptionView
 
 # Backfill (backfill.py, plan.py) and PostFilter (postfilter.py: preemption, claims_postfilter.py) are
 # imported where they are first used: a scheduler without backfill whose cycles all succeed never needs
@@ -59,6 +63,20 @@ if TYPE_CHECKING:
 # (claims_stage.py: volumes and devices), built once a pod uses claims (`_claims_stage`).
 
 __all__ = ["SCHEDULING_GATES_MESSAGE", "WHY_PENDING", "Placer", "Profile", "Scheduler"]
+
+
+@functools.cache
+def _post_filter_api() -> tuple[
+    Callable[..., ClaimsPostFilter], Callable[..., PostFilterResult], type[PreemptionView]
+]:
+    """PostFilter's entry points, imported at the first failed cycle (see above) and kept: an import
+    statement in a function costs about 8 us each time it runs, and a replay has a failed cycle per event."""
+    from .claims_postfilter import pod_group_post_filter
+    from .postfilter import preempt_after_failure
+    from .preemption import PreemptionView
+
+    return pod_group_post_filter, preempt_after_failure, PreemptionView
+
 
 WHY_PENDING = "gangsched.io/WhyPending"  # condition type of `Profile.explain_pending`
 
@@ -477,8 +495,6 @@ class Scheduler:
         when it is not the running pods (a cycle's own placements in it), so the answer never misses one."""
         if len(placed) != len(self._bound_priority):
             return placed
-        from .victims import group_priority
-
         wanted: set[PodKey] = set()
         for group, keys in self._running_in_groups.items():
             priority = group_priority(self.store, group)
@@ -762,6 +778,8 @@ class Scheduler:
             self.backfill.refresh(self.store.clock())
         root = self.queue.pop(now)
         if root is None:
+            if not self._gated:
+                return None  # idle, and no pod waits at PreEnqueue to be told why
             gated = Decision()
             self._report_gated(gated)
             return gated if gated else None
@@ -1123,10 +1141,7 @@ class Scheduler:
     ) -> PostFilterResult:
         """PostFilter after an Unschedulable cycle (postfilter.py), so never in a cycle that binds: for a
         PodGroup, DynamicResources' PodGroupPostFilter first (claims_postfilter.py), then preemption."""
-        from .claims_postfilter import pod_group_post_filter
-        from .postfilter import preempt_after_failure
-        from .preemption import PreemptionView
-
+        pod_group_post_filter, preempt_after_failure, preemption_view = _post_filter_api()
         freed = None
         if pg is not None and isinstance(result, GroupResult):
             freed = pod_group_post_filter(
@@ -1139,7 +1154,7 @@ class Scheduler:
                 workload_claims=self.gates.enabled("DRAWorkloadResourceClaims"),
                 topology_aware=self.gates.topology_aware_workload_scheduling,
             )
-        view = PreemptionView(
+        view = preemption_view(
             self._evaluator(),
             self._pods,
             self.store,

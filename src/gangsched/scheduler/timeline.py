@@ -71,17 +71,18 @@ class Timeline:
     def at(self, time: float, action: Callable[[], None], priority: int = 0) -> None:
         """Schedule `action` at `time` (not before now)."""
         self._seq += 1
-        heapq.heappush(self._events, Event(max(time, self.now), priority, self._seq, action))
+        heapq.heappush(self._events, Event(max(time, self.clock.now), priority, self._seq, action))
 
     def peek(self) -> float:
         """When the next thing happens: now if a cycle or event is due, inf when nothing ever will."""
-        if self._events and self._events[0].time <= self.now:
-            return self.now
+        now = self.clock.now
+        if self._events and self._events[0].time <= now:
+            return now
         gone = self.store.next_termination_at()  # an evicted pod that finishes terminating frees its room
-        if gone is not None and gone <= self.now:
-            return self.now
+        if gone is not None and gone <= now:
+            return now
         if not self._idle:
-            return self.now
+            return now
         nxt = min(self._events[0].time if self._events else math.inf, math.inf if gone is None else gone)
         ready = self.scheduler.queue.next_ready_at()
         return min(nxt, ready) if ready is not None else nxt
@@ -89,17 +90,19 @@ class Timeline:
     def step(self) -> bool:
         """Fire one due event or run one cycle, or else move the clock to the next thing; False when there
         is nothing left to do at all."""
-        if self._events and self._events[0].time <= self.now:
-            heapq.heappop(self._events).action()
+        now = self.clock.now
+        events = self._events
+        if events and events[0].time <= now:
+            heapq.heappop(events).action()
             self._idle = False
             return True
         gone = self.store.next_termination_at()
-        if gone is not None and gone <= self.now:
-            self.store.finish_terminations(self.now)
+        if gone is not None and gone <= now:
+            self.store.finish_terminations(now)
             self._idle = False
             return True
         if not self._idle:
-            decision = self.scheduler.schedule_one(self.now)
+            decision = self.scheduler.schedule_one(now)
             if decision is not None:
                 self.store.apply(decision)
                 return True
@@ -107,7 +110,7 @@ class Timeline:
         nxt = self.peek()
         if nxt == math.inf:
             return False
-        self.clock.now = max(self.now, nxt)
+        self.clock.now = max(now, nxt)
         self._idle = False  # a backoff ended (or the store was changed from outside): try again
         return True
 

@@ -41,18 +41,19 @@ class GpuLedger:
     last: float = 0.0
     # (interval start, progress, starting, gang_wait, below_min, terminating, free): the states from then on
     samples: list[tuple[float, ...]] = field(default_factory=list)
-    needs: dict[float, Counter[int]] = field(default_factory=dict)  # GPUs per pod -> pods needed -> jobs
+    needs: dict[float, dict[int, int]] = field(default_factory=dict)  # GPUs per pod -> pods needed -> jobs
     _free: npt.NDArray[np.float64] = field(init=False)
     # How many nodes have each amount of free GPUs: the fragmentation test reads these few amounts instead
     # of every node, at every event that frees or takes GPUs.
     _free_amounts: Counter[float] = field(init=False)
-    _free_sum: float = 0.0
+    _free_sum: float = 0.0  # kept as nodes take and give GPUs (whole or halved GPUs: sums exactly)
     _fragmented: float = 0.0
     _dirty: bool = True
 
     def __post_init__(self) -> None:
         self._free = self.node_gpus.astype(np.float64).copy()
         self._free_amounts = Counter(self._free.tolist())
+        self._free_sum = float(self._free.sum())
 
     @property
     def total_gpus(self) -> float:
@@ -68,7 +69,6 @@ class GpuLedger:
         if dt <= 0:
             return
         if self._dirty:
-            self._free_sum = float(self._free.sum())
             self._fragmented = self._compute_fragmented()
             self._dirty = False
         counts, seconds = self.counts, self.seconds
@@ -89,10 +89,15 @@ class GpuLedger:
 
     def _compute_fragmented(self) -> float:
         """The free GPUs when no job waiting fits in them (pods of its size per node, summed), else 0."""
-        amounts = self._free_amounts.items()
+        amounts = list(self._free_amounts.items())
         for size, needs in self.needs.items():
-            if size <= 0 or sum(nodes * (free // size) for free, nodes in amounts) >= min(needs):
-                return 0.0  # someone waiting could use the room (a job asking no GPU, or one that fits)
+            if size <= 0:
+                return 0.0  # a job asking no GPU could use the room
+            fit = 0.0
+            for free, nodes in amounts:
+                fit += nodes * (free // size)
+            if fit >= min(needs):
+                return 0.0  # a job waiting fits
         return self._free_sum if self.needs else 0.0
 
     @property
@@ -109,11 +114,14 @@ class GpuLedger:
     def _set_free(self, node: int, free: float) -> None:
         amounts = self._free_amounts
         old = float(self._free[node])
-        amounts[old] -= 1
-        if not amounts[old]:
+        left = amounts[old] - 1
+        if left:
+            amounts[old] = left
+        else:
             del amounts[old]
-        amounts[free] += 1
+        amounts[free] = amounts.get(free, 0) + 1
         self._free[node] = free
+        self._free_sum += free - old
         self._dirty = True
 
     def take(self, node: int, gpus: float) -> None:
@@ -144,10 +152,14 @@ class GpuLedger:
             if entry is None:
                 continue
             size, need = entry
-            needs = self.needs.setdefault(size, Counter())
-            needs[need] += delta
-            if not needs[need]:
+            needs = self.needs.get(size)
+            if needs is None:
+                needs = self.needs[size] = {}
+            jobs = needs.get(need, 0) + delta
+            if jobs:
+                needs[need] = jobs
+            else:
                 del needs[need]
-            if not needs:
-                del self.needs[size]
+                if not needs:
+                    del self.needs[size]
         self._dirty = True

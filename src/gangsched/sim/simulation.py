@@ -124,6 +124,7 @@ class Simulation:
         )
         self.scheduler = Scheduler(self.store, options.gates, seed=options.seed, profile=profile)
         self.timeline = Timeline(self.store, self.scheduler)
+        self._clock = self.timeline.clock  # `now` is read at every event: one attribute, not two properties
         nodes = [n for n in workload.cluster if n.kind == "Node"]
         self.node_index = {n.metadata.name: i for i, n in enumerate(nodes)}
         per_node = [float((n.status.allocatable or {}).get(workload.gpu_resource, 0)) for n in nodes]
@@ -151,9 +152,8 @@ class Simulation:
         limit = math.inf if self.options.until is None else self.options.until
         steps = 0
         timeline = self.timeline
-        while timeline.peek() < limit:
-            if not timeline.step():
-                break
+        # Without `until` the peek is skipped: it says inf exactly when `step` finds nothing to do.
+        while (limit == math.inf or timeline.peek() < limit) and timeline.step():
             steps += 1
             if steps % 4096 == 0:
                 self.store.events.clear()  # the simulation reads no Events; keep memory flat
@@ -167,7 +167,7 @@ class Simulation:
 
     @property
     def now(self) -> float:
-        return self.timeline.now
+        return self._clock.now
 
     # --- lifecycle ------------------------------------------------------------------------------------------
     def _submit(self, job: SimJob) -> None:
@@ -279,8 +279,9 @@ class Simulation:
         if run.admitted is None and (run.bound >= job.min_count if job.progress != "basic" else run.bound):
             run.admitted = now
         new = self._states(run)
-        self.ledger.shift(run.states, new)
-        run.states = new
+        if new != run.states:
+            self.ledger.shift(run.states, new)
+            run.states = new
         waiting = self._waiting(run)
         if waiting != run.waiting:
             self.ledger.waiting(run.waiting, waiting)
