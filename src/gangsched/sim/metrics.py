@@ -14,7 +14,6 @@ by failures and preemptions is counted apart, as GPU-seconds of progress lost (`
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,16 +42,16 @@ class GpuLedger:
     samples: list[tuple[float, ...]] = field(default_factory=list)
     needs: dict[float, dict[int, int]] = field(default_factory=dict)  # GPUs per pod -> pods needed -> jobs
     _free: npt.NDArray[np.float64] = field(init=False)
-    # How many nodes have each amount of free GPUs: the fragmentation test reads these few amounts instead
-    # of every node, at every event that frees or takes GPUs.
-    _free_amounts: Counter[float] = field(init=False)
+    # For each size of pod waited for (GPUs per pod, above 0): how many such pods the free room holds, node
+    # by node, summed. Kept as nodes take and give GPUs, so that the fragmentation test, at every event
+    # that frees or takes GPUs, reads one number per size instead of every node.
+    _fitting: dict[float, float] = field(default_factory=dict)
     _free_sum: float = 0.0  # kept as nodes take and give GPUs (whole or halved GPUs: sums exactly)
     _fragmented: float = 0.0
     _dirty: bool = True
 
     def __post_init__(self) -> None:
         self._free = self.node_gpus.astype(np.float64).copy()
-        self._free_amounts = Counter(self._free.tolist())
         self._free_sum = float(self._free.sum())
 
     @property
@@ -89,14 +88,13 @@ class GpuLedger:
 
     def _compute_fragmented(self) -> float:
         """The free GPUs when no job waiting fits in them (pods of its size per node, summed), else 0."""
-        amounts = list(self._free_amounts.items())
         for size, needs in self.needs.items():
             if size <= 0:
                 return 0.0  # a job asking no GPU could use the room
-            fit = 0.0
-            for free, nodes in amounts:
-                fit += nodes * (free // size)
-            if fit >= min(needs):
+            fitting = self._fitting.get(size)
+            if fitting is None:
+                fitting = self._fitting[size] = float((self._free // size).sum())
+            if fitting >= min(needs):
                 return 0.0  # a job waiting fits
         return self._free_sum if self.needs else 0.0
 
@@ -112,14 +110,10 @@ class GpuLedger:
             counts[i] += new[i] - old[i]
 
     def _set_free(self, node: int, free: float) -> None:
-        amounts = self._free_amounts
         old = float(self._free[node])
-        left = amounts[old] - 1
-        if left:
-            amounts[old] = left
-        else:
-            del amounts[old]
-        amounts[free] = amounts.get(free, 0) + 1
+        fitting = self._fitting
+        for size in fitting:
+            fitting[size] += free // size - old // size
         self._free[node] = free
         self._free_sum += free - old
         self._dirty = True
@@ -162,4 +156,5 @@ class GpuLedger:
                 del needs[need]
                 if not needs:
                     del self.needs[size]
+                    self._fitting.pop(size, None)  # nobody waits with this size: no need to keep its count
         self._dirty = True
