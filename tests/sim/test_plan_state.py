@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from gangsched.scheduler import hints
+from gangsched.api.gates import FeatureGates
+from gangsched.scheduler import Profile, hints
 from gangsched.scheduler.backfill import Backfill, BackfillSettings
 from gangsched.scheduler.earliest_starts import EarliestStarts
 from gangsched.scheduler.hints import Fits, RoomWaiters
@@ -28,6 +29,8 @@ from gangsched.scheduler.plan import Running, earliest_start, running_work
 from gangsched.sim import SimOptions, Simulation, Workload
 from gangsched.sim.failures import FailurePlan
 from gangsched.sim.inputs import GPU, gang_job, gpu_nodes
+from tests.scenarios.harness import load_objects
+from tests.scheduler.plan_objects import gang, node, pod, scheduler_for
 
 
 def _jobs(seed: int) -> list[Any]:
@@ -210,3 +213,47 @@ def test_the_bands_of_waiting_roots_are_the_live_entries_at_every_walk(
     sim = Simulation(Workload(gpu_nodes(4, 8), _jobs(seed)), options).run()
     assert sum(r.end is not None for r in sim.runs) == 120
     assert checked["walks"] >= 50 and checked["entries"] >= 200, checked
+
+
+def test_a_pod_group_joining_a_tree_moves_its_running_work_to_the_tree() -> None:
+    """The running work is kept by root between plans. A PodGroup in no tree is its pods' root whatever else
+    it says, so its changes leave the kept work as it is (Backfill.objects_changed); but one that joins a
+    tree (parentCompositePodGroupName) makes the tree its running pods' root, and the kept work must follow,
+    as running_work computed afresh does."""
+    one = {"gang": {"minGroupCount": 1}}
+    member = {"name": "g", "schedulingPolicy": {"gang": {"minCount": 1}}}
+    template = {"name": "t", "schedulingPolicy": one, "podGroupTemplates": [member]}
+    workload = {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "Workload",
+        "metadata": {"name": "w"},
+        "spec": {"compositePodGroupTemplates": [template]},
+    }
+    tree = {
+        "apiVersion": "scheduling.k8s.io/v1alpha3",
+        "kind": "CompositePodGroup",
+        "metadata": {"name": "t"},
+        "spec": {"schedulingPolicy": one, "workloadRef": {"workloadName": "w", "templateName": "t"}},
+    }
+    group, _ = gang("g", 1, 4)
+    store, scheduler = scheduler_for(
+        [workload, tree, node("n1"), group, pod("g-0", 4, group="g", on="n1", duration="100")],
+        Profile(backfill=BackfillSettings(depth=1)),
+    )
+    backfill = scheduler.backfill
+    assert backfill is not None
+    settings = backfill.settings.plan
+
+    def roots() -> list[Any]:
+        fresh = running_work(scheduler, 0.0, settings)
+        assert _running(backfill.running(0.0)) == _running(fresh)
+        return [w.root for w in fresh.works]
+
+    assert roots() == [("PodGroup", "default", "g")]
+    group["metadata"]["annotations"] = {"note": "outside any tree still"}
+    store.add(load_objects([group], "test", FeatureGates())[0])
+    assert roots() == [("PodGroup", "default", "g")]
+    group["spec"]["parentCompositePodGroupName"] = "t"
+    group["spec"]["workloadRef"] = {"workloadName": "w", "templateName": "g"}
+    store.add(load_objects([workload, tree, group], "test", FeatureGates())[2])
+    assert roots() == [("CompositePodGroup", "default", "t")]

@@ -138,6 +138,10 @@ class EarliestStarts:
     def objects_changed(self) -> None:
         self.objects += 1
 
+    def forget(self, root: RootKey) -> None:
+        """What the root's placement reads changed (its PodGroup): its answer is not reused."""
+        self._found.pop(root, None)
+
     def forget_all_but(self, roots: Iterable[RootKey]) -> None:
         """Keep only the answers for `roots` (those of the last plan)."""
         keep = set(roots)

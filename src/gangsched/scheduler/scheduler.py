@@ -249,7 +249,7 @@ class Scheduler:
             self._queue_entries.clear()
         if self.backfill is not None:
             # Pods' roots and nodes may have moved (pods: touch).
-            self.backfill.objects_changed(change.kind, change.action)
+            self.backfill.objects_changed(change.kind, change.action, change)
         if change.kind in CLAIM_KINDS:
             self._on_claims_change(change)
         if change.kind == "DeviceClass":
