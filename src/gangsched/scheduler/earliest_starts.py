@@ -55,7 +55,8 @@ def _moved_to(
     """An earlier answer, with what it says of the work and reservations in its way read again from now:
     the running work released by its start on its nodes (in order), the reservations it overlaps from now."""
     released = int(np.searchsorted(running.releases, found.start, side="right"))
-    blockers = tuple(w for w in running.works[:released] if w.root != root and w.nodes & found.nodes)
+    nodes = found.nodes  # isdisjoint builds no set: asked of most running works at most fair-share plans
+    blockers = tuple(w for w in running.works[:released] if w.root != root and not nodes.isdisjoint(w.nodes))
     ahead = tuple(r.root for r in held if r.holds(now, found.end))
     return replace(found, blockers=blockers, ahead=ahead)
 

@@ -140,13 +140,30 @@ class Running:
 
     works: list[RunningWork]
     releases: npt.NDArray[np.float64]  # per work: its end rounded up to the plan's grid
-    pod_work: npt.NDArray[np.intp]  # per pod: index of its work
+    pod_counts: list[int]  # per work: how many of the pods below are its (they come in the order of works)
     pod_node: npt.NDArray[np.intp]
     pod_use: npt.NDArray[np.int64]  # [resource row, pod]
     # Whether `now` shaped nothing here (every start known, no work overrun): then the same running pods
     # give the same Running at any later time before the first expected end (`still_valid`).
     timeless: bool = False
-    roots: frozenset[RootKey] = frozenset()  # the roots of `works`
+    # `pod_work` and `roots`, made when first read: a fair-share plan often reads neither (its earliest
+    # start reused), and each is a pass over every running root.
+    _pod_work: npt.NDArray[np.intp] | None = None
+    _roots: frozenset[RootKey] | None = None
+
+    @property
+    def pod_work(self) -> npt.NDArray[np.intp]:
+        """Per pod: the index of its work."""
+        if self._pod_work is None:
+            self._pod_work = np.repeat(np.arange(len(self.works), dtype=np.intp), self.pod_counts)
+        return self._pod_work
+
+    @property
+    def roots(self) -> frozenset[RootKey]:
+        """The roots of `works`."""
+        if self._roots is None:
+            self._roots = frozenset(w.root for w in self.works)
+        return self._roots
 
     def still_valid(self, now: float) -> bool:
         """Would the same running pods at `now` give exactly this?"""
@@ -175,8 +192,9 @@ class _ByEnd:
     used to concatenate every root's arrays afresh (a few hundred small arrays under a long backlog, after
     nearly every start under strict FIFO); now a change copies the arrays once, and a plan takes them as they
     are. Arrays are replaced, never written in place: a Running handed out earlier keeps what it read.
-    `works` and `releases` repeat the entries' own, so that a plan copies two lists rather than reading every
-    entry."""
+    `works` and `releases` repeat the entries' own, so that a plan copies a list rather than reading every
+    entry; `release_array` is `releases` as an array, replaced at each change (a plan used to build it from
+    the list: a few hundred floats at every fair-share plan)."""
 
     keys: list[tuple[float, RootKey]] = field(default_factory=list)
     entries: list[_RunningRoot] = field(default_factory=list)
@@ -185,10 +203,12 @@ class _ByEnd:
     counts: list[int] = field(default_factory=list)  # pods of each entry
     pod_node: npt.NDArray[np.intp] = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
     pod_use: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+    release_array: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
 
     def clear(self, rows: int) -> None:
         for kept in (self.keys, self.entries, self.works, self.releases, self.counts):
             kept.clear()
+        self.release_array = np.zeros(0, dtype=np.float64)
         self.pod_node = np.zeros(0, dtype=np.intp)
         self.pod_use = np.zeros((rows, 0), dtype=np.int64)
 
@@ -200,6 +220,8 @@ class _ByEnd:
         self.works.insert(i, work)
         self.releases.insert(i, entry.release)
         self.counts.insert(i, len(entry.pod_node))
+        arr = self.release_array
+        self.release_array = np.concatenate([arr[:i], np.array([entry.release], dtype=np.float64), arr[i:]])
         self.pod_node = np.concatenate([self.pod_node[:at], entry.pod_node, self.pod_node[at:]])
         self.pod_use = np.concatenate([self.pod_use[:, :at], entry.pod_use, self.pod_use[:, at:]], axis=1)
 
@@ -208,6 +230,7 @@ class _ByEnd:
         at = sum(self.counts[:i])
         n = self.counts[i]
         del self.keys[i], self.entries[i], self.works[i], self.releases[i], self.counts[i]
+        self.release_array = np.concatenate([self.release_array[:i], self.release_array[i + 1 :]])
         self.pod_node = np.concatenate([self.pod_node[:at], self.pod_node[at + n :]])
         self.pod_use = np.concatenate([self.pod_use[:, :at], self.pod_use[:, at + n :]], axis=1)
 
@@ -385,12 +408,11 @@ class RunningIndex:
         if not overrun and not self._startless:  # in order already, with the arrays laid out
             return Running(
                 list(by_end.works),
-                np.array(by_end.releases, dtype=np.float64),
-                np.repeat(np.arange(len(by_end.works), dtype=np.intp), by_end.counts),
+                by_end.release_array,
+                list(by_end.counts),
                 by_end.pod_node,
                 by_end.pod_use,
                 True,
-                frozenset(roots),
             )
         rows = len(self._snap.resources) if self._snap is not None else 0
         kept = list(
@@ -412,13 +434,12 @@ class RunningIndex:
         return Running(
             [w for w, _, _ in kept],
             np.array([r for _, r, _ in kept], dtype=np.float64),
-            np.repeat(np.arange(len(kept), dtype=np.intp), [len(e.pods) for e in entries]),
+            [len(e.pods) for e in entries],
             np.concatenate([e.pod_node for e in entries]) if entries else np.zeros(0, dtype=np.intp),
             np.concatenate([e.pod_use for e in entries], axis=1)
             if entries
             else np.zeros((rows, 0), dtype=np.int64),
             False,
-            frozenset(roots),
         )
 
 
