@@ -275,3 +275,33 @@ def test_problems_of_objects_a_job_creates_name_the_jobs_file(tmp_path: Path) ->
     assert kinds == ["Pod", "PodGroup", "Workload"]  # 2 pods, their PodGroup, the Workload
     assert len(lines) == 4
     assert all(line.startswith(f"{manifest}: ") and 'Not found: "missing"' in line for line in lines), lines
+
+
+def test_null_specs_of_device_classes_and_claims_are_empty_ones() -> None:
+    """The API server stores a DeviceClass or ResourceClaim with `spec: null` as one with an empty spec (a
+    struct in Go): a class with no selectors takes any device, a claim with no requests is allocated with no
+    devices. schedule used to fail with a traceback on such a class. Pod p's three claims: `empty` (named,
+    no spec), one from the template `nothing` (no spec) and one from `one`, which asks the spec-less class for
+    a device: node n1's gpu-0."""
+    docs = [
+        "{apiVersion: v1, kind: Node, metadata: {name: n1}, status: {allocatable: {cpu: '8', pods: '110'}}}",
+        "{apiVersion: resource.k8s.io/v1, kind: DeviceClass, metadata: {name: gpu.example.com}, spec: null}",
+        "{apiVersion: resource.k8s.io/v1, kind: ResourceSlice, metadata: {name: n1-gpus}, spec: {driver:"
+        " gpu.example.com, nodeName: n1, pool: {name: n1, generation: 1, resourceSliceCount: 1},"
+        " devices: [{name: gpu-0}]}}",
+        "{apiVersion: resource.k8s.io/v1, kind: ResourceClaim, metadata: {name: empty}, spec: null}",
+        "{apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate, metadata: {name: nothing},"
+        " spec: null}",
+        "{apiVersion: resource.k8s.io/v1, kind: ResourceClaimTemplate, metadata: {name: one}, spec: {spec:"
+        " {devices: {requests: [{name: gpu, exactly: {deviceClassName: gpu.example.com}}]}}}}",
+        "{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, image: i,"
+        " resources: {claims: [{name: a}, {name: b}, {name: g}]}}], resourceClaims: [{name: a,"
+        " resourceClaimName: empty}, {name: b, resourceClaimTemplateName: nothing},"
+        " {name: g, resourceClaimTemplateName: one}]}}",
+    ]
+    out = as_json("-f", "-", stdin="\n---\n".join(docs))
+    assert placements(out) == {"default/p": "n1"}
+    devices = {
+        c["name"][:4]: [r["device"] for r in c["allocation"]["devices"]["results"]] for c in out["claims"]
+    }
+    assert devices == {"empt": [], "p-b-": [], "p-g-": ["gpu-0"]}

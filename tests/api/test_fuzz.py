@@ -1,4 +1,5 @@
-"""Whatever the input, `gangsched validate` never shows a traceback: exit 0, or exit 1 with message lines.
+"""Whatever the input, `gangsched validate` never shows a traceback: exit 0, or exit 1 with message lines;
+and `gangsched schedule` never shows one on what `validate` accepted.
 
 Documents are generated around real manifests (kinds, field names and values gangsched reads, mixed with
 wrong types, huge numbers and junk) so that the fuzzer reaches the validator, not only the YAML parser.
@@ -12,8 +13,11 @@ from typing import Any
 
 import yaml
 from api_helpers import EXAMPLES, run_validate
-from hypothesis import HealthCheck, given, settings
+from click.testing import CliRunner
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+
+from gangsched.cli import main
 
 KINDS = [
     ("v1", "Pod"),
@@ -144,10 +148,10 @@ def _replace(doc: Any, path: tuple[Any, ...], new: Any) -> Any:
 
 
 @st.composite
-def mutated_examples(draw: st.DrawFn) -> dict[str, Any]:
-    """A valid example with one to three positions replaced: deep enough to reach every validator."""
+def mutated_examples(draw: st.DrawFn, least: int = 1) -> dict[str, Any]:
+    """A valid example with `least` to three positions replaced: deep enough to reach every validator."""
     doc: Any = draw(st.sampled_from(EXAMPLE_DOCS))
-    for _ in range(draw(st.integers(min_value=1, max_value=3))):
+    for _ in range(draw(st.integers(min_value=least, max_value=3))):
         path = draw(st.sampled_from(_paths(doc)[1:]))
         doc = _replace(doc, path, draw(_values()))
     return dict(doc)
@@ -157,3 +161,28 @@ def mutated_examples(draw: st.DrawFn) -> dict[str, Any]:
 @given(st.lists(mutated_examples(), min_size=1, max_size=4))
 def test_mutated_examples(docs: list[dict[str, Any]]) -> None:
     _check(yaml.safe_dump_all(docs))
+
+
+def _schedule(stdin: str) -> Any:
+    return CliRunner().invoke(main, ["schedule", "-f", "-", "-o", "json"], input=stdin, catch_exceptions=True)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(mutated_examples(least=0), min_size=1, max_size=4))
+@example([d for d in EXAMPLE_DOCS if d["kind"] == "Job" and d["metadata"]["name"] == "resnet"])
+def test_schedule_runs_what_validate_accepts(
+    docs: list[dict[str, Any]],
+) -> None:
+    """`schedule` on input `validate` accepted never shows a traceback; it may still refuse what the Jobs
+    expand into (the API server would refuse those pods), each line naming the file and the object. Some
+    examples are left whole, as a subset of valid examples is often valid: a Job whose PriorityClass is
+    not among them is accepted by validate and refused by schedule for the pods it creates."""
+    text = yaml.safe_dump_all(docs)
+    if run_validate("-f", "-", stdin=text).exit_code != 0:
+        return
+    result = _schedule(text)
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
+    assert result.exit_code in (0, 1)
+    if result.exit_code == 1:
+        lines = result.stderr.splitlines()
+        assert lines and all(_LINE.match(line) for line in lines), lines

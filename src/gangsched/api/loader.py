@@ -149,10 +149,18 @@ def _meta(doc: dict[str, Any]) -> tuple[str, str]:
     return (ns if isinstance(ns, str) else "", name if isinstance(name, str) else "")
 
 
-# Fields that are structs, not pointers, in upstream's Go types although lightkube-models require them: the
-# API server decodes an absent one as an empty struct and validates what that lacks (a Job without a spec or
-# template is refused for the template's containers and restart policy, not for the template itself).
-_GO_STRUCT_FIELDS: dict[str, tuple[str, ...]] = {"Job": ("spec", "template")}
+# Fields that are structs, not pointers, in upstream's Go types, where lightkube-models make them optional or
+# required: the API server decodes an absent or null one as an empty struct and validates what that lacks (a
+# Job without a spec or template is refused for the template's containers and restart policy, not for the
+# template itself; a DeviceClass or ResourceClaim without a spec is valid). Each path's every step is one.
+_GO_STRUCT_FIELDS: dict[str, tuple[str, ...]] = {
+    "Job": ("spec", "template"),
+    "DeviceClass": ("spec",),
+    "ResourceClaim": ("spec",),
+    "ResourceClaimTemplate": ("spec", "spec"),
+    "PersistentVolume": ("spec",),
+    "PersistentVolumeClaim": ("spec",),
+}
 
 
 def _with_empty_structs(doc: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import FieldError, duplicate, forbidden, invalid, not_supported, required
+from ..errors import NIL, FieldError, duplicate, forbidden, invalid, not_supported, required
 from ..quantity import QuantityError, parse_quantity
 from .names import dns1123_subdomain, label_key
 
@@ -99,7 +99,8 @@ def persistent_volume(pv: Any) -> list[FieldError]:
     if not spec.capacity:
         errors.append(required("spec.capacity"))
     if "storage" not in (spec.capacity or {}) or len(spec.capacity or {}) > 1:
-        errors.append(not_supported("spec.capacity", spec.capacity or {}, ["storage"]))
+        shown = spec.capacity if spec.capacity is not None else NIL  # a nil map prints null
+        errors.append(not_supported("spec.capacity", shown, ["storage"]))
     for name, raw in (spec.capacity or {}).items():
         errors += _positive_quantity(f"spec.capacity[{name}]", raw)
     policy = spec.persistentVolumeReclaimPolicy  # reclaim, source and affinity: where a PV differs
