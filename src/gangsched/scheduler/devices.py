@@ -813,8 +813,8 @@ def simple_request(catalog: DeviceCatalog, claims: list[Any]) -> tuple[Want, int
     if len(claims) != 1:
         return None
     devices = _device_claim(claims[0])
-    if devices.constraints or len(devices.requests or []) != 1:
-        return None
+    if devices.constraints or len(devices.requests or []) != 1 or devices.requests[0].exactly is None:
+        return None  # a firstAvailable request, even of one subrequest, is named by it: the full search
     (alts,) = _alternatives(catalog, claims[0])
     if len(alts) != 1 or alts[0].all_devices or alts[0].admin or alts[0].capacity:
         return None
