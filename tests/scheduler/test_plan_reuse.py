@@ -77,7 +77,7 @@ def _plans(before: float | None, after: float | None) -> tuple[Reservation | Non
     first = starts.get(scheduler, G, counting, estimate, running, held(before), 0.0, settings, index)
     trials[0] = 0
     second = starts.get(scheduler, G, counting, estimate, running, held(after), 0.0, settings, index)
-    afresh = earliest_start(scheduler, G, place, estimate, running, held(after), 0.0, settings)
+    afresh = earliest_start(scheduler, G, place, estimate, running, held(after), 0.0, settings).found
     return first, second, (trials[0], starts.partly, afresh)
 
 

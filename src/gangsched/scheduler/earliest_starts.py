@@ -20,7 +20,7 @@ import numpy as np
 
 from .backfill_settings import INFINITE, PlanSettings
 from .estimates import Estimate
-from .plan import Reservation, Running, RunningIndex, earliest_start
+from .plan import Reservation, Running, RunningIndex, StartSearch, earliest_start
 from .queue import RootKey
 
 if TYPE_CHECKING:
@@ -119,11 +119,11 @@ class EarliestStarts:
 
     Most of those partial searches find nothing, and their capacity check says so at once; but the old
     search often knew it already. Each answer keeps F, a time before which the root could fit by capacity
-    at no time on what its plan saw (`earliest_start(..., capacity=...)`: the first candidate at which
-    the capacity check passes, with no reservation before the root). Free room only grows with time, and
-    at T the snapshot holds what the old plan saw then: so when T < F, the root fits by capacity at T no
-    better than the old plan did, nor at any candidate before T, and the search up to T finds nothing
-    without being made (`bounded`); F stands for the new answer (after T the snapshots are the old ones).
+    at no time on what its plan saw (`StartSearch.fits_from`: the first candidate at which the capacity
+    check passes, with no reservation before the root). Free room only grows with time, and at T the
+    snapshot holds what the old plan saw then: so when T < F, the root fits by capacity at T no better than
+    the old plan did, nor at any candidate before T, and the search up to T finds nothing without being
+    made (`bounded`); F stands for the new answer (after T the snapshots are the old ones).
     F counts no reservation, and reservations only take room away: it bounds the new search whatever
     reservations come before the root now.
     `tests/sim/test_plan_state.py` checks every reused answer against `earliest_start` run again. Not
@@ -173,22 +173,10 @@ class EarliestStarts:
             ahead = tuple(r.root for r in held if r.holds(now, found.end))
             return found if ahead == found.ahead else replace(found, ahead=ahead)
         found = None
-        capacity: list[float] = []  # the first time the root could fit by capacity (earliest_start)
 
-        def search(after: float = -INFINITE, until: float = INFINITE) -> Reservation | None:
-            capacity.clear()
+        def search(after: float = -INFINITE, until: float = INFINITE) -> StartSearch:
             return earliest_start(
-                scheduler,
-                root,
-                place,
-                estimate,
-                running,
-                held,
-                now,
-                settings,
-                after=after,
-                until=until,
-                capacity=capacity,
+                scheduler, root, place, estimate, running, held, now, settings, after=after, until=until
             )
 
         since = self._changed_until(before, root, snap, running, reads, estimate, held, now, settings, index)
@@ -196,24 +184,26 @@ class EarliestStarts:
             # Only the work refreshed since, all released by `since`, changed: the candidates up to `since`
             # are tried afresh, the old answer stands beyond it.
             self.partly += 1
+            short = False  # nothing fit by capacity up to `since`
             if since < before.fits_from:  # none of them fits by capacity (see the class docstring)
                 self.bounded += 1
                 fits_from = before.fits_from
             else:
-                found = search(until=since)
-                fits_from = capacity[0] if capacity else -INFINITE
-                if fits_from >= INFINITE:  # nothing fits by capacity up to `since`: not before it, at least
+                up_to = search(until=since)
+                found, fits_from = up_to.found, up_to.fits_from
+                short = fits_from >= INFINITE
+                if short:  # nothing fits by capacity up to `since`: not before it, at least
                     fits_from = since
             if found is None and before.found is not None and before.found.start > since:
                 found = _moved_to(before.found, root, running, held, now)
             elif found is None and before.found is not None:
-                short = capacity == [INFINITE]  # nothing fit by capacity up to `since`
-                found = search(after=since)
+                beyond = search(after=since)
+                found = beyond.found
                 if short:
-                    fits_from = capacity[0] if capacity else -INFINITE
+                    fits_from = beyond.fits_from
         else:
-            found = search()
-            fits_from = capacity[0] if capacity else -INFINITE
+            whole = search()
+            found, fits_from = whole.found, whole.fits_from
         if not any(pi.claims for pi in place.pods):
             log = None
             if index is not None and running.timeless and index.counts_running_only():

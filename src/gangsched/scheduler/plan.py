@@ -52,6 +52,7 @@ __all__ = [
     "Running",
     "RunningIndex",
     "RunningWork",
+    "StartSearch",
     "earliest_start",
     "plan_queue",
     "root_estimate",
@@ -598,6 +599,17 @@ def _enough(
     return np.asarray(per_domain.max(axis=1) >= needs)
 
 
+@dataclass(frozen=True, slots=True)
+class StartSearch:
+    """What one `earliest_start` found: the earliest start (None: none), and `fits_from`, the first
+    candidate time at which the root could fit by capacity, whether or not its trial succeeded (INFINITE:
+    none), which EarliestStarts keeps as a bound; -INFINITE (not known) when reservations were given or
+    the capacity check does not apply (`_counts_capacity`)."""
+
+    found: Reservation | None
+    fits_from: float
+
+
 def earliest_start(
     scheduler: Scheduler,
     root: RootKey,
@@ -610,14 +622,10 @@ def earliest_start(
     *,
     after: float = -INFINITE,
     until: float = INFINITE,
-    capacity: list[float] | None = None,
-) -> Reservation | None:
+) -> StartSearch:
     """The first time in [now, now + window] at which `place` fits the root around `reservations`, with the
-    nodes it then takes; None if it fits at no such time (or only with work of unknown end gone). With
-    `after` / `until`, only the candidate times in (after, until] are tried (EarliestStarts). With
-    `capacity`, when no reservation is given and the capacity check applies (`_counts_capacity`), the first
-    of those times at which the root could fit by capacity is appended to it (INFINITE: none), whether or
-    not its trial succeeds: EarliestStarts keeps it as a bound.
+    nodes it then takes (`StartSearch.found`); None if it fits at no such time (or only with work of unknown
+    end gone). With `after` / `until`, only the candidate times in (after, until] are tried (EarliestStarts).
 
     Candidate times are now and the (rounded) expected ends of running work and of reservations. Ties are
     broken by `tie_breaker`, started afresh at each trial; the scheduler's own generator is neither read nor
@@ -637,10 +645,11 @@ def earliest_start(
     ]
     could = _could_fit(scheduler, root, place, times, running, reservations, duration)
     first = next(could, None)
-    if capacity is not None and not reservations and _counts_capacity(place):
-        capacity.append(INFINITE if first is None else first)
+    fits_from = -INFINITE
+    if not reservations and _counts_capacity(place):
+        fits_from = INFINITE if first is None else first
     if first is None:
-        return None
+        return StartSearch(None, fits_from)
     undo: list[Callable[[], None]] = []
     gone: list[RunningWork] = []
     next_work = 0
@@ -666,8 +675,9 @@ def earliest_start(
             blockers = tuple(w for w in gone if w.nodes & nodes)
             ahead = tuple(r.root for r in reservations if r.holds(now, t + duration))
             domain = getattr(result, "domain", None)
-            return Reservation(root, t, t + duration, nodes, domain, estimate, blockers, ahead)
-        return None
+            found = Reservation(root, t, t + duration, nodes, domain, estimate, blockers, ahead)
+            return StartSearch(found, fits_from)
+        return StartSearch(None, fits_from)
     finally:
         ev.rng = cycle_rng
         while undo:
@@ -696,7 +706,7 @@ def plan_queue(
             continue
         r = earliest_start(
             scheduler, root, place, root_estimate(scheduler, root, history), running, held, now, settings
-        )
+        ).found
         plan[root] = r
         if r is not None:
             held.append(r)
