@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from lightkube.models import batch_v1, core_v1, meta_v1, scheduling_v1alpha3, scheduling_v1beta1
 
 from ..api.errors import FieldError, forbidden, invalid
+from ..api.owners import controller_of
 from ._objects import job_spec, metadata_of
 from .config import PodGroupConfig, WorkloadItem, join_path
 from .names import generate_pod_group_name, generate_workload_name, object_uid
@@ -111,7 +112,7 @@ def manages_workload(job: batch_v1.Job) -> bool:
     template_spec = job_spec(job).template.spec
     if template_spec is not None and template_spec.schedulingGroup is not None:
         return False
-    return not any(o.controller for o in metadata_of(job).ownerReferences or [])
+    return controller_of(job) is None
 
 
 def validate_job_scheduling(job: batch_v1.Job) -> list[FieldError]:

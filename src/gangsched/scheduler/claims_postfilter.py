@@ -26,6 +26,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..api.owners import is_controlled_by
 from .decision import ClaimUnreservation, ObjectKey
 from .evaluator import Evaluator
 from .podinfo import PodInfo, PodKey
@@ -102,7 +103,7 @@ def pod_group_post_filter(
         claim = claims((meta.namespace, name))
         if claim is None or claim.status is None or claim.status.allocation is None:
             continue
-        if check_owner and not _controlled_by(claim, meta):
+        if check_owner and not is_controlled_by(claim, pg):
             continue
         if any(_names_group(ref, meta) for ref in claim.status.reservedFor or []):
             consumer = {
@@ -127,12 +128,6 @@ def _claim_name(pg: Any, gc: Any) -> tuple[str | None, bool]:
         if status.name == gc.name:
             return status.resourceClaimName, True
     return None, False
-
-
-def _controlled_by(claim: Any, meta: Any) -> bool:
-    """resourceclaim.IsForPodGroup: the claim's controller is this PodGroup (by UID)."""
-    refs = claim.metadata.ownerReferences or []
-    return any(r.controller and r.kind == "PodGroup" and r.uid == meta.uid for r in refs)
 
 
 def _names_group(ref: Any, meta: Any) -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from ..api.owners import controller_of
 from .labelselector import EVERYTHING, Requirement, Selector, compile_selector
 
 if TYPE_CHECKING:
@@ -34,11 +35,6 @@ _CONTROLLERS = {
     ("apps/v1", "ReplicaSet"): "ReplicaSet",
     ("apps/v1", "StatefulSet"): "StatefulSet",
 }
-
-
-def _controller(meta: Any) -> Any | None:
-    """metav1.GetControllerOf: the first ownerReference with controller true."""
-    return next((o for o in meta.ownerReferences or [] if o.controller), None)
 
 
 class PodSelectors:
@@ -70,7 +66,7 @@ class PodSelectors:
             if all(k in labels and labels[k] == v for k, v in selector.items()):
                 merged.update(selector)
         more: tuple[Requirement, ...] = ()
-        owner = _controller(meta)
+        owner = controller_of(pod)
         kind = _CONTROLLERS.get((owner.apiVersion, owner.kind)) if owner is not None else None
         if owner is not None and kind is not None:
             controller = self.store.get(kind, (namespace, owner.name))

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api.duration import EXPECTED_DURATION_ANNOTATION, DurationError, duration_of, parse_duration
+from ..api.owners import controller_of
 
 __all__ = [
     "EXPECTED_DURATION",
@@ -70,10 +71,10 @@ UNKNOWN = Estimate(None)
 
 def owner_of(pod: Any) -> tuple[str, str, str] | None:
     """(kind, namespace, name) of the pod's controller (a Job when the Job controller made it), else None."""
+    ref = controller_of(pod)
+    if ref is not None:
+        return (ref.kind, pod.metadata.namespace or "", ref.name)
     refs = (pod.metadata.ownerReferences or []) if pod.metadata else []
-    for ref in refs:
-        if ref.controller:
-            return (ref.kind, pod.metadata.namespace or "", ref.name)
     return (refs[0].kind, pod.metadata.namespace or "", refs[0].name) if refs else None
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..api.owners import is_controlled_by
 from ..api.quantity import QuantityError, milli
 from .decision import VolumeBinding
 
@@ -31,7 +32,6 @@ __all__ = [
     "Reservations",
     "VolumeBinding",
     "VolumeCatalog",
-    "controlled_by",
     "pod_claim_names",
     "pod_volumes",
 ]
@@ -78,18 +78,6 @@ def _pod_claims(pod: Any) -> list[tuple[str, bool]]:
         elif v.ephemeral is not None:
             out.append((f"{pod.metadata.name}-{v.name}", True))
     return out
-
-
-def controlled_by(obj: Any, pod: Any) -> bool:
-    """metav1.IsControlledBy: the object's controller reference names the pod (by UID; objects read from
-    files without UIDs are told apart by kind and name)."""
-    for ref in (obj.metadata.ownerReferences if obj.metadata else None) or []:
-        if not ref.controller:
-            continue
-        if pod.metadata.uid:
-            return bool(ref.uid == pod.metadata.uid)
-        return bool(ref.kind == "Pod" and not ref.uid and ref.name == pod.metadata.name)
-    return False
 
 
 class VolumeCatalog:
@@ -163,7 +151,7 @@ def pod_volumes(catalog: VolumeCatalog, pod: Any) -> PodVolumes:
         if pvc.metadata.deletionTimestamp is not None:
             out.error = f'persistentvolumeclaim "{name}" is being deleted'
             return out
-        if ephemeral and not controlled_by(pvc, pod):  # ephemeral.VolumeIsForPod
+        if ephemeral and not is_controlled_by(pvc, pod):  # ephemeral.VolumeIsForPod
             pod_ref = f"{ns}/{pod.metadata.name}"
             out.error = f"PVC {ns}/{name} was not created for pod {pod_ref} (pod is not owner)"
             return out

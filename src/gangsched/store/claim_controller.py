@@ -21,6 +21,7 @@ from typing import Any
 
 from lightkube.models import core_v1, meta_v1, resource_v1, scheduling_v1beta1
 
+from ..api.owners import is_controlled_by
 from ..scheduler.extended import CLAIM_FINALIZER
 from .ephemeral_controller import sync_ephemeral_volumes
 
@@ -159,9 +160,9 @@ def release_claims(store: Any, consumer: Any, resource: str) -> None:
     used: the resourceclaim controller's syncClaim drops it from each claim's status.reservedFor, and a
     claim nobody is reserved for any more, allocated by a scheduler (delete-protection finalizer), is
     deallocated and loses the finalizer, which frees its devices; then the garbage collector deletes the
-    claims the consumer owned (made from its templates). Without this, in the simulator, devices of
-    finished pods stayed allocated for ever, and in `schedule` a preemption victim's devices were never
-    freed for the preemptor."""
+    claims the consumer controls (made from its templates: api/owners.py). Without this, in the simulator,
+    devices of finished pods stayed allocated for ever, and in `schedule` a preemption victim's devices were
+    never freed for the preemptor."""
     ns, uid, name = consumer.metadata.namespace or "", consumer.metadata.uid or "", consumer.metadata.name
     for claim_name in _claim_names(consumer):
         key = (ns, claim_name)
@@ -180,8 +181,7 @@ def release_claims(store: Any, consumer: Any, resource: str) -> None:
                 status.devices = None
                 claim.metadata.finalizers = [f for f in finalizers if f != CLAIM_FINALIZER] or None
             store.update("ResourceClaim", key, claim, before)
-        owned = any(ref.uid == uid and ref.name == name for ref in claim.metadata.ownerReferences or [])
-        if owned and not (claim.status is not None and claim.status.reservedFor):
+        if is_controlled_by(claim, consumer) and not (claim.status is not None and claim.status.reservedFor):
             store.delete("ResourceClaim", key)
 
 

@@ -1,5 +1,5 @@
 """What follows a pod's deletion for its generic ephemeral volumes, for the in-memory store: the garbage
-collector deletes the PersistentVolumeClaims the pod owned (ephemeral_controller.py made them), and the
+collector deletes the PersistentVolumeClaims the pod controls (ephemeral_controller.py made them), and the
 PersistentVolume controller reclaims the volume each was bound to
 (pkg/controller/volume/persistentvolume/pv_controller.go):
 
@@ -28,6 +28,7 @@ from typing import Any
 
 from lightkube.models import core_v1
 
+from ..api.owners import is_controlled_by
 from ..scheduler.decision import Notice
 
 __all__ = ["ANN_PROVISIONED_BY", "release_volumes"]
@@ -40,27 +41,19 @@ _NOT_DELETABLE = ("nfs", "fc", "iscsi")
 
 
 def release_volumes(store: Any, pod: Any) -> None:
-    """Delete the claims of `pod`'s generic ephemeral volumes that it owns, then reclaim the volumes they
-    were bound to. Mutates `store`; idempotent."""
+    """Delete the claims of `pod`'s generic ephemeral volumes that it controls (api/owners.py), then reclaim
+    the volumes they were bound to. Mutates `store`; idempotent."""
     ns = pod.metadata.namespace or ""
     for volume in pod.spec.volumes or []:
         if volume.ephemeral is None:
             continue
         key = (ns, f"{pod.metadata.name}-{volume.name}")
         claim = store.get("PersistentVolumeClaim", key)
-        if claim is None or not _owned_by(claim, pod):
+        if claim is None or not is_controlled_by(claim, pod):
             continue  # another object's claim of that name: the scheduler told the pod so
         store.delete("PersistentVolumeClaim", key)
         if claim.spec is not None and claim.spec.volumeName:
             _reclaim(store, claim)
-
-
-def _owned_by(claim: Any, pod: Any) -> bool:
-    uid = pod.metadata.uid
-    for ref in claim.metadata.ownerReferences or []:
-        if ref.kind == "Pod" and ref.name == pod.metadata.name and (not uid or not ref.uid or ref.uid == uid):
-            return True
-    return False
 
 
 def _reclaim(store: Any, claim: Any) -> None:
