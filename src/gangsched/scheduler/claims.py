@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..api.owners import controller_of, is_controlled_by
 from .decision import ClaimReservation
 from .devices import Allocation, DeviceUse
 
@@ -21,6 +22,7 @@ __all__ = ["ClaimReservation", "ClaimUse", "Pending", "PodClaims", "pod_claims"]
 
 ClaimKey = tuple[str, str]
 NOT_CREATED = "ResourceClaim not created yet"
+GROUP_API_GROUP = "scheduling.k8s.io"  # a PodGroup's API group (schedulingapi.GroupName)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,11 +49,26 @@ def _source(c: Any) -> tuple[str | None, str | None]:
     return (c.resourceClaimName, c.resourceClaimTemplateName)
 
 
-def _controller_uid(obj: Any) -> tuple[str, str] | None:
-    for ref in obj.metadata.ownerReferences or []:
-        if ref.controller:
-            return (ref.kind, ref.uid)
-    return None
+def _not_for_pod(pod: Any, claim: Any, workload: bool) -> str | None:
+    """resourceclaim.IsForPod: None when the pod controls the claim (api/owners.py) or, with
+    DRAWorkloadResourceClaims, the claim's controller is the pod's PodGroup (isForPodGroupByPod: by API
+    group, kind and name, the pod knows no UID of it); else upstream's error."""
+    if is_controlled_by(claim, pod):
+        return None
+    ns, name, claim_name = pod.metadata.namespace or "", pod.metadata.name, claim.metadata.name
+    head = f"ResourceClaim {ns}/{claim_name} was not created for Pod {ns}/{name}"
+    group = pod.spec.schedulingGroup.podGroupName if pod.spec.schedulingGroup is not None else None
+    if not (workload and group):
+        return f"{head} (Pod is not owner)"
+    ref = controller_of(claim)
+    if (
+        ref is not None
+        and ref.name == group
+        and ref.kind == "PodGroup"
+        and (ref.apiVersion or "").startswith(f"{GROUP_API_GROUP}/")
+    ):
+        return None
+    return f"{head} (neither Pod nor PodGroup {group} is the owner)"
 
 
 def pod_claims(
@@ -86,18 +103,13 @@ def pod_claims(
             return out
         for_group = group_claims.get(pc.name) == _source(pc)
         if check_owner:
-            owner = _controller_uid(claim)
-            expected = (
-                ("PodGroup", group.metadata.uid or "") if for_group else ("Pod", pod.metadata.uid or "")
-            )
-            if owner is None or owner[0] != expected[0] or owner[1] != expected[1]:
-                out.error = (
-                    f"ResourceClaim {ns}/{claim_name} was not created for pod {ns}/{name} (pod is not owner)"
-                )
+            error = _not_for_pod(pod, claim, workload)
+            if error is not None:
+                out.error = error
                 return out
         if for_group:
             consumer = {
-                "apiGroup": "scheduling.k8s.io",
+                "apiGroup": GROUP_API_GROUP,
                 "resource": "podgroups",
                 "name": group.metadata.name,
                 "uid": group.metadata.uid or "",
