@@ -8,6 +8,8 @@ made when the shortcuts are switched off:
 - find_node taking the resource-scores-only path when no pods-stage filter rejects a node and every
   pods-stage score plugin skips the pod, and there its best score and tied nodes kept from the previous
   pod rather than scanned again;
+- the members of a gang alike the one just placed, placed in turn without asking find_node for each
+  (`Evaluator.reserve_alike`);
 - topology placement of a one-class group scored from kept per-domain sums (`topology._fast`) rather than by
   running the cycle in every placement (`topology._full`), over all nodes and inside a parent placement.
 """
@@ -140,6 +142,8 @@ def _without_shortcuts(monkeypatch: pytest.MonkeyPatch) -> None:
         return scan(c)
 
     monkeypatch.setattr(evaluator, "_best", always_scanned)
+    # every member of a gang through find_node, none placed as the alike one before it was
+    monkeypatch.setattr(evaluator.Evaluator, "reserve_alike", lambda self, *args: 0)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

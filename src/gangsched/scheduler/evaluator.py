@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from array import array
 from collections import Counter
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -234,18 +234,6 @@ def _best(c: _Class) -> tuple[int, array[int]]:
     return c.top, c.ties
 
 
-def _retie(c: _Class, values: dict[int, int]) -> None:
-    """Bring `c.top` and `c.ties` in step with new values of `c.masked` (`values`, by column); a value above
-    the top, or no tie left, leaves them to be found again (as does a top already to be found again)."""
-    top, ties = c.top, c.ties
-    if top is None:
-        return
-    for col, value in values.items():
-        if not retie(top, ties, col, value):
-            c.top = None
-            return
-
-
 @dataclass(slots=True, eq=False)
 class _Room:
     """How many pods of one class the free capacity of each node holds (0 where its static filters refuse
@@ -339,29 +327,41 @@ class Evaluator:
             c.masked[cols] = np.where(fit, score, -1)
             c.top = None
             return
-        most = self._resource_score is node_resources_fit.most_allocated
-        vec, static_ok, masked, by_column = c.vec, c.static_cells, c.masked_cells, c.by_column
-        if len(by_column) > _COLUMN_MEMO:
-            by_column.clear()
-        values: dict[int, int] = {}
         for col in cols:
-            if not static_ok[col]:
-                masked[col] = values[col] = -1
-                continue
-            # The node's column as Python ints: arithmetic on numpy scalars costs several times more.
-            alloc, used, nonzero_used = snap.column(col)
-            state = (*alloc, *used, *nonzero_used)
-            value = by_column.get(state)
-            if value is None:
-                if fit_on and not node_resources_fit.fits_one(alloc, used, vec):
-                    value = -1
-                else:
-                    value = node_resources_fit.score_one(alloc, nonzero_used, vec, most) * fit_w + (
-                        balanced_allocation.score_one(alloc, used, vec) * bal_w
-                    )
-                by_column[state] = value
-            masked[col] = values[col] = value
-        _retie(c, values)
+            self._refresh_column(c, col)
+
+    def _refresh_column(self, c: _Class, col: int) -> None:
+        """`_dynamic` on one column, in scalar code: the node's fit-and-score for the class, kept by node
+        state (`c.by_column`), and the class's best and ties brought in step: a value above the best, or no
+        tie left, leaves them to be found again (`_best`), as does a best already to be found again."""
+        if not c.static_cells[col]:
+            value = -1
+        else:
+            by_column = c.by_column
+            if len(by_column) > _COLUMN_MEMO:
+                by_column.clear()
+            # The node's amounts as Python ints: arithmetic on numpy scalars costs several times more.
+            state = self.snap.state(col)
+            kept = by_column.get(state)
+            if kept is None:
+                kept = by_column[state] = self._fit_and_score(state, c.vec)
+            value = kept
+        c.masked_cells[col] = value
+        top = c.top
+        if top is not None and not retie(top, c.ties, col, value):
+            c.top = None
+
+    def _fit_and_score(self, state: tuple[int, ...], vec: PodVector) -> int:
+        """NodeResourcesFit's verdict and the resource scores (weighted) of a node in `state`
+        (Snapshot.state): -1 where the pod does not fit."""
+        rows = (len(state) - 2) // 2
+        alloc, used, nonzero_used = state[:rows], state[rows : 2 * rows], state[2 * rows :]
+        if self._fit_enabled and not node_resources_fit.fits_one(alloc, used, vec):
+            return -1
+        most = self._resource_score is node_resources_fit.most_allocated
+        return node_resources_fit.score_one(alloc, nonzero_used, vec, most) * self._fit_weight + (
+            balanced_allocation.score_one(alloc, used, vec) * self._balance_weight
+        )
 
     def _class(self, pi: PodInfo) -> _Class:
         snap = self.snap
@@ -375,16 +375,24 @@ class Evaluator:
         else:
             c = self._new_class(pi)
             self._classes[pi.signature] = c
-        if c.synced < 0:
+        self._sync(c)
+        return c
+
+    def _sync(self, c: _Class) -> None:
+        """Bring the class's fit and score in step with the snapshot's change log."""
+        changed = self.snap.changed
+        synced = c.synced
+        if synced < 0:
             self._dynamic(c, slice(None))
-        elif c.synced < len(snap.changed):
-            pending = snap.changed[c.synced :]
+        elif synced == len(changed) - 1:  # the usual case: the node the previous pod went to
+            self._refresh_column(c, changed[synced])
+        elif synced < len(changed):
+            pending = changed[synced:]
             if len(pending) <= 8:
                 self._dynamic(c, set(pending))
             else:
                 self._dynamic(c, np.unique(np.asarray(pending, dtype=np.intp)))
-        c.synced = len(snap.changed)
-        return c
+        c.synced = len(changed)
 
     def _new_class(self, pi: PodInfo) -> _Class:
         snap, spec = self.snap, pi.pod.spec
@@ -636,25 +644,20 @@ class Evaluator:
             and not c.static_scores
             and not (claims_ok is not None and self._dra_scored)
         )
-        if only_resources and domain is not None and fit is c.masked and claims_ok is None:
-            # the same best and ties, in node order, as the scan of the domain's nodes below finds
-            top, ties = self._domain_best(c, domain)
-            if top < 0:
-                return self._failure(c, None, candidates, pi)
-            return ties[0] if len(ties) == 1 else ties[self.rng.integers(len(ties))]
+        if only_resources and fit is c.masked and claims_ok is None:
+            node = self._pick_by_resources(c, candidates, domain)
+            return self._failure(c, None, candidates, pi) if node is None else node
         scope = None if candidates is None else self._scope(candidates)
         masked = fit if scope is None else fit[scope]
         if claims_ok is not None:
             masked = np.where(claims_ok if scope is None else claims_ok[scope], masked, -1)
         claims_scored = claims_ok is not None and self._dra_scored
         if only_resources:
-            # Only the resource scores count and every node the class fits is feasible: the best of
-            # `masked`, ties broken as below (same count of tied nodes, in node order).
-            if masked is c.masked:
-                top, best = _best(c)
-            else:
-                top = _max(masked) if masked.size else -1
-                best = (masked == top).nonzero()[0].tolist()
+            # Only the resource scores count, on the class's row less the nodes nominated pods or claims
+            # rule out: the best of `masked`, ties broken as `_pick_by_resources` does (same count of tied
+            # nodes, in node order).
+            top = _max(masked) if masked.size else -1
+            best = (masked == top).nonzero()[0].tolist()
             if top < 0:
                 return self._failure(c, None, candidates, pi)
             pick = int(best[0] if len(best) == 1 else best[self.rng.integers(len(best))])
@@ -675,6 +678,85 @@ class Evaluator:
                 total += DRA_WEIGHT * dra
         best = (total == _max(total)).nonzero()[0]
         return int(nodes[best[0] if best.size == 1 else best[self.rng.integers(best.size)]])
+
+    def _pick_by_resources(
+        self, c: _Class, candidates: BoolArray | None, domain: tuple[str, int] | None
+    ) -> int | None:
+        """The node find_node picks for a pod of class `c` that only the resource scores rank and that every
+        node the class fits admits (no pods-stage verdict, nomination or claim narrows `c.masked`): the best
+        of `c.masked` among `candidates` (`domain`: see find_node), ties broken by the generator among the
+        tied nodes in node order; None when no candidate fits."""
+        if domain is not None:
+            # the same best and ties, in node order, as a scan of the domain's nodes finds
+            top, ties = self._domain_best(c, domain)
+        elif candidates is None:
+            top, ties = _best(c)
+        else:
+            scope = self._scope(candidates)
+            masked = c.masked[scope]
+            top = _max(masked) if masked.size else -1
+            if top < 0:
+                return None
+            best = (masked == top).nonzero()[0].tolist()
+            return int(scope[best[0] if len(best) == 1 else best[self.rng.integers(len(best))]])
+        if top < 0:
+            return None
+        return ties[0] if len(ties) == 1 else ties[self.rng.integers(len(ties))]
+
+    def reserve_alike(
+        self,
+        pods: Sequence[PodInfo],
+        start: int,
+        candidates: BoolArray | None,
+        domain: tuple[str, int] | None,
+        placed: list[tuple[PodInfo, int]],
+        undo: list[Callable[[], None]],
+    ) -> int:
+        """Place and reserve `pods[start:]` in turn as find_node and reserve would, while they are alike
+        `pods[start - 1]`, the pod find_node just placed and the caller reserved; appends to `placed` and
+        `undo`, returns how many it placed. It stops before the first pod that is not alike or that fits
+        nowhere (find_node then says why).
+
+        Alike: of the same class and traits, without claims or a nominated node of its own, for a class
+        that only the resource scores rank and whose row nothing narrows: no pods-stage plugin reads other
+        pods for it, no pod holds a nomination. For each such pod find_node would take its resource-scores
+        path (`_pick_by_resources`) on the class's row brought in step with the node the previous pod went
+        to, and placing it changes nothing else find_node reads: it carries no affinity terms
+        (`snap.carriers` stays) and ends no nomination (there is none). So a gang of one template skips,
+        pod after pod, the class lookup and the pods-stage, claims and nomination checks."""
+        first, snap = pods[start - 1], self.snap
+        c = self._classes.get(first.signature)
+        if (
+            c is None
+            or c.static_scores
+            or snap.nominated
+            or first.claims
+            or self.reads_other_pods(first)
+            # find_node would clear the logs first (`_class`)
+            or len(snap.changed) + len(pods) > _MAX_CHANGE_LOG
+            or len(snap.pod_log) + len(pods) > _MAX_CHANGE_LOG
+        ):
+            return 0
+        signature, traits, vec = first.signature, first.traits, c.vec
+        count = 0
+        for i in range(start, len(pods)):
+            pi = pods[i]
+            status = pi.pod.status
+            if (
+                pi.traits is not traits
+                or (pi.signature is not signature and pi.signature != signature)
+                or pi.claims
+                or (status is not None and status.nominatedNodeName)
+            ):
+                break
+            self._sync(c)
+            node = self._pick_by_resources(c, candidates, domain)
+            if node is None:
+                break
+            undo.append(snap.place(pi.key, node, vec, traits))
+            placed.append((pi, node))
+            count += 1
+        return count
 
     def _domain_best(self, c: _Class, domain: tuple[str, int]) -> tuple[int, array[int]]:
         """The best of the class's (current) `masked` over the nodes of `domain` (key, label code) and the

@@ -10,6 +10,8 @@ a pod requesting neither cpu nor memory is not scored at all (PreScore Skip: 0 o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import numpy.typing as npt
 
@@ -49,8 +51,8 @@ def _balance_one(cpu: int, mem: int, cap_cpu: int, cap_mem: int) -> int:
     return int((1 - abs(min(cpu / cap_cpu, 1.0) - min(mem / cap_mem, 1.0)) / 2) * 100)
 
 
-def score_one(alloc: list[int], used: list[int], vec: PodVector) -> int:
-    """`score` for one node, given its column of `alloc` and `used` (Snapshot.column), with the same
+def score_one(alloc: Sequence[int], used: Sequence[int], vec: PodVector) -> int:
+    """`score` for one node, given its column of `alloc` and `used` (Snapshot.state), with the same
     float64 arithmetic."""
     if vec.cpu == 0 and vec.memory == 0:
         return 0

@@ -5,6 +5,8 @@ of the sum and of the weights, as least/mostResourceScorer do; a node offering n
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import numpy.typing as npt
 
@@ -25,14 +27,14 @@ def fits(snap: Snapshot, vec: PodVector, cols: npt.NDArray[np.intp] | slice = sl
     return ok
 
 
-def fits_one(alloc: list[int], used: list[int], vec: PodVector) -> bool:
-    """`fits` on one node, given its allocatable and used amounts per resource row (Snapshot.column)."""
+def fits_one(alloc: Sequence[int], used: Sequence[int], vec: PodVector) -> bool:
+    """`fits` on one node, given its allocatable and used amounts per resource row (Snapshot.state)."""
     return all(alloc[row] - used[row] >= v for row, v in vec.rows)
 
 
-def score_one(alloc: list[int], nonzero_used: list[int], vec: PodVector, most_allocated: bool) -> int:
+def score_one(alloc: Sequence[int], nonzero_used: Sequence[int], vec: PodVector, most_allocated: bool) -> int:
     """least_allocated / most_allocated for one node, given its column of `alloc` and `nonzero_used`
-    (Snapshot.column), in the same integer arithmetic."""
+    (Snapshot.state), in the same integer arithmetic."""
     total = offered = 0
     for cap, req in (
         (alloc[CPU], nonzero_used[0] + vec.nonzero_cpu),
