@@ -130,13 +130,7 @@ def preempt_after_failure(
             written.deallocations = list(freed.deallocations)
             written.claim_deletions = list(freed.deletions)
             written.unreservations = list(freed.unreservations)
-        if isinstance(outcome, str):
-            written.extend(_clear(pods, snap))
-            return PostFilterResult(written)
-        if outcome.ongoing:
-            return PostFilterResult(written, waiting=True)
-        written.extend(preemption_decision(outcome, snap))
-        return PostFilterResult(written, waiting=True, retry=not outcome.victims)
+        return _ended(written, outcome, pods, snap)
     (pi,) = pods
     if len(snap) == 0:
         # upstream's ErrNoNodesAvailable returns before PostFilter runs, clearing the nomination
@@ -161,10 +155,20 @@ def preempt_after_failure(
     result.failures[pi.key] = f"{fit_error} {message}"
     if isinstance(outcome, Ineligible):
         return PostFilterResult(dealloc)  # the nomination stays as it is
+    return _ended(dealloc, outcome, pods, snap)
+
+
+def _ended(
+    written: Decision, outcome: Preemption | str, pods: Sequence[PodInfo], snap: Snapshot
+) -> PostFilterResult:
+    """PostFilter's end for a group and a lone pod alike, after `written` (DynamicResources' writes):
+    preemption that found nothing to do clears the cycle's nominations; an ongoing one (victims still
+    terminating) waits with them as they are; new victims are evicted and the preemptor nominated, and it
+    waits for them (retried at once when it needed none)."""
     if isinstance(outcome, str):
-        dealloc.extend(_clear(pods, snap))
-        return PostFilterResult(dealloc)
+        written.extend(_clear(pods, snap))
+        return PostFilterResult(written)
     if outcome.ongoing:
-        return PostFilterResult(dealloc, waiting=True)
-    dealloc.extend(preemption_decision(outcome, snap))
-    return PostFilterResult(dealloc, waiting=True, retry=not outcome.victims)
+        return PostFilterResult(written, waiting=True)
+    written.extend(preemption_decision(outcome, snap))
+    return PostFilterResult(written, waiting=True, retry=not outcome.victims)
