@@ -18,7 +18,7 @@ from ..api.owners import controller_of, is_controlled_by
 from .decision import ClaimReservation
 from .devices import Allocation, DeviceUse
 
-__all__ = ["ClaimReservation", "ClaimUse", "Pending", "PodClaims", "pod_claims"]
+__all__ = ["ClaimReservation", "ClaimUse", "Pending", "PodClaims", "group_claim_of", "pod_claims"]
 
 ClaimKey = tuple[str, str]
 NOT_CREATED = "ResourceClaim not created yet"
@@ -47,6 +47,22 @@ class PodClaims:
 
 def _source(c: Any) -> tuple[str | None, str | None]:
     return (c.resourceClaimName, c.resourceClaimTemplateName)
+
+
+def group_claim_of(pod_claim: Any, group: Any) -> Any | None:
+    """resourceclaim.BindTo's test: the PodGroup's claim that the pod claim equals (the same name, the same
+    resourceClaimName and resourceClaimTemplateName), whose one ResourceClaim serves every member and is
+    reserved for the PodGroup; None if none (or no PodGroup). The caller checks DRAWorkloadResourceClaims."""
+    if group is None or group.spec is None:
+        return None
+    return next(
+        (
+            c
+            for c in group.spec.resourceClaims or []
+            if c.name == pod_claim.name and _source(c) == _source(pod_claim)
+        ),
+        None,
+    )
 
 
 def _not_for_pod(pod: Any, claim: Any, workload: bool) -> str | None:
@@ -80,9 +96,6 @@ def pod_claims(
     statuses = {
         s.name: s.resourceClaimName for s in (pod.status.resourceClaimStatuses if pod.status else None) or []
     }
-    group_claims = {}
-    if workload and group is not None and group.spec is not None:
-        group_claims = {c.name: _source(c) for c in group.spec.resourceClaims or []}
     out = PodClaims()
     for pc in pod.spec.resourceClaims or []:
         if pc.resourceClaimName:
@@ -101,7 +114,7 @@ def pod_claims(
         if claim.metadata.deletionTimestamp is not None:
             out.error = f'resourceclaim "{claim_name}" is being deleted'
             return out
-        for_group = group_claims.get(pc.name) == _source(pc)
+        for_group = workload and group_claim_of(pc, group) is not None
         if check_owner:
             error = _not_for_pod(pod, claim, workload)
             if error is not None:

@@ -22,6 +22,7 @@ from typing import Any
 from lightkube.models import core_v1, meta_v1, resource_v1, scheduling_v1beta1
 
 from ..api.owners import is_controlled_by
+from ..scheduler.claims import group_claim_of
 from ..scheduler.extended import CLAIM_FINALIZER
 from .ephemeral_controller import sync_ephemeral_volumes
 
@@ -103,17 +104,12 @@ def _group_claim(store: Any, pod: Any, pc: Any) -> str | None:
     """The PodGroup's claim name when `pc` equals a claim of the pod's PodGroup (resourceclaim.BindTo)."""
     group = pod.spec.schedulingGroup
     pg = store.get("PodGroup", (pod.metadata.namespace or "", group.podGroupName)) if group else None
-    if pg is None:
+    shared = group_claim_of(pc, pg)
+    if pg is None or shared is None:
         return None
-    for c in pg.spec.resourceClaims or []:
-        same = (c.resourceClaimName, c.resourceClaimTemplateName) == (
-            pc.resourceClaimName,
-            pc.resourceClaimTemplateName,
-        )
-        if c.name == pc.name and same:
-            for s in (pg.status.resourceClaimStatuses if pg.status else None) or []:
-                if s.name == c.name:
-                    return str(s.resourceClaimName)
+    for s in (pg.status.resourceClaimStatuses if pg.status else None) or []:
+        if s.name == shared.name:
+            return str(s.resourceClaimName)
     return None
 
 
