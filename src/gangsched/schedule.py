@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from .api.gates import FeatureGates
 from .scheduler import Profile, Scheduler, run_until_stable
@@ -23,8 +24,7 @@ def schedule_objects(objects: Iterable[Any], gates: FeatureGates, **options: Any
     return settle(objects, gates, **options).store
 
 
-@dataclass(frozen=True, slots=True)
-class Settled:
+class Settled(Struct, frozen=True):
     """A store scheduled to a fixed point, the scheduler that did it and the virtual time it reached."""
 
     store: Store

@@ -18,8 +18,9 @@ reservations its earliest start is 300 on n0 and n1.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
+
+from msgspec.structs import replace
 
 from gangsched.scheduler.backfill_settings import INFINITE, PlanSettings
 from gangsched.scheduler.earliest_starts import EarliestStarts

@@ -14,11 +14,11 @@ seen again must name the same counts.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pytest
+from msgspec.structs import replace
 
 from gangsched.api.gates import FeatureGates
 from gangsched.scheduler import Profile, hints

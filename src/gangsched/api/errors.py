@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import enum
 import json
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 __all__ = [
     "NIL",
@@ -82,8 +83,7 @@ def _render_value(value: Any) -> str:
         return repr(value)
 
 
-@dataclass(frozen=True, slots=True)
-class FieldError:
+class FieldError(Struct, frozen=True):
     """One problem with one field, as upstream's field.Error."""
 
     type: ErrorType
@@ -145,8 +145,7 @@ def too_many(field: str, actual: int, maximum: int) -> FieldError:
 _LINE_BREAKS = {ord(c): repr(c)[1:-1] for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"}
 
 
-@dataclass(frozen=True, slots=True)
-class Problem:
+class Problem(Struct, frozen=True):
     """A problem found in an input, located by file and object: one line of `gangsched validate`."""
 
     file: str

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from lightkube.models import (
@@ -15,6 +14,7 @@ from lightkube.models import (
     scheduling_v1beta1,
     storage_v1,
 )
+from msgspec import Struct
 
 from .jobset import JOBSET_API_VERSION, JobSet
 from .pod_selectors import ReplicaSet, ReplicationController, Service, StatefulSet
@@ -22,8 +22,7 @@ from .pod_selectors import ReplicaSet, ReplicationController, Service, StatefulS
 __all__ = ["KINDS", "KindInfo", "kind_info"]
 
 
-@dataclass(frozen=True, slots=True)
-class KindInfo:
+class KindInfo(Struct, frozen=True):
     kind: str
     api_version: str
     model: Any

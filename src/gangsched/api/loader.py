@@ -16,12 +16,12 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import yaml
+from msgspec import Struct, field
 
 from . import yamlfast
 from .errors import FieldError, Problem, invalid, not_supported, required
@@ -32,8 +32,7 @@ __all__ = ["LoadResult", "Loaded", "decode", "load_documents", "load_paths"]
 _SUFFIXES = (".yaml", ".yml", ".json")
 
 
-@dataclass(slots=True)
-class Loaded:
+class Loaded(Struct):
     """One decoded object and where it came from. `order` is its position across all inputs."""
 
     obj: Any
@@ -42,8 +41,7 @@ class Loaded:
     order: int
 
 
-@dataclass(slots=True)
-class LoadResult:
+class LoadResult(Struct):
     objects: list[Loaded] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from lightkube.models import batch_v1, scheduling_v1alpha3, scheduling_v1beta1
+from msgspec import Struct, field
 
 __all__ = [
     "BlockPaths",
@@ -40,8 +40,7 @@ def join_path(*parts: str) -> str:
     return out
 
 
-@dataclass(slots=True, kw_only=True)
-class BlockPaths:
+class BlockPaths(Struct, kw_only=True):
     """Where each building block lives, relative to the item's `path` (upstream's PathElements)."""
 
     name: str = "name"
@@ -51,8 +50,7 @@ class BlockPaths:
     resource_claims: str = "resourceClaims"
 
 
-@dataclass(slots=True, kw_only=True)
-class PodGroupConfig:
+class PodGroupConfig(Struct, kw_only=True):
     """The building blocks of one PodGroup: the shape of Job `.spec.scheduling` (v1alpha3 Workload* types).
 
     `None` means "not given"; a resolved config with `policy=None` compiles to Basic, as upstream does.
@@ -77,8 +75,7 @@ class PodGroupConfig:
         )
 
 
-@dataclass(slots=True, kw_only=True)
-class CompositeGroupConfig:
+class CompositeGroupConfig(Struct, kw_only=True):
     """The building blocks of one CompositePodGroup (v1beta1 Composite* types)."""
 
     policy: scheduling_v1beta1.CompositePodGroupSchedulingPolicy | None = None
@@ -87,8 +84,7 @@ class CompositeGroupConfig:
     priority_class_name: str | None = None
 
 
-@dataclass(slots=True, kw_only=True)
-class WorkloadItem:
+class WorkloadItem(Struct, kw_only=True):
     """One leaf group: compiles to a PodGroupTemplate named `name`.
 
     Example (what the Job controller builds for Job `trainer` with parallelism 4)::
@@ -109,8 +105,7 @@ class WorkloadItem:
     paths: BlockPaths = field(default_factory=BlockPaths)
 
 
-@dataclass(slots=True, kw_only=True)
-class CompositeWorkloadItem:
+class CompositeWorkloadItem(Struct, kw_only=True):
     """One composite group: compiles to a CompositePodGroupTemplate with `children` below it."""
 
     name: str

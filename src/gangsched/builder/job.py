@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from lightkube.models import batch_v1, core_v1, meta_v1, scheduling_v1alpha3, scheduling_v1beta1
+from msgspec import Struct, field
 
 from ..api.errors import FieldError, forbidden, invalid
 from ..api.owners import controller_of
@@ -150,8 +150,7 @@ def _byo_group(job: batch_v1.Job) -> str | None:
     return group.podGroupName if group is not None else None
 
 
-@dataclass(slots=True)
-class JobExpansion:
+class JobExpansion(Struct):
     """What one Job turns into. `workload`/`pod_group` are None when the controller manages neither."""
 
     job: batch_v1.Job

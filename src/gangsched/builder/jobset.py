@@ -29,11 +29,11 @@ from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 from lightkube.models import batch_v1, core_v1, meta_v1, scheduling_v1alpha3, scheduling_v1beta1
+from msgspec import Struct, field
 
 from ..api.errors import FieldError, Problem, duplicate, invalid, not_supported, required, too_many
 from ..api.jobset import JOBSET_API_VERSION, JobSet
@@ -69,16 +69,14 @@ _ROOT_BLOCKS = {
 }
 
 
-@dataclass(slots=True)
-class _Role:
+class _Role(Struct):
     index: int
     name: str
     replicas: int
     job: batch_v1.Job  # the role's Job template as a Job, for decoding, validation and defaults
 
 
-@dataclass(slots=True)
-class JobSetExpansion:
+class JobSetExpansion(Struct):
     """What one JobSet turns into, or the errors that stop it (then nothing is built)."""
 
     jobset: JobSet

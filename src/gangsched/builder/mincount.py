@@ -10,10 +10,10 @@ never affects pods already scheduled (both are the scheduler's business: it sees
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 from typing import Any
 
 from lightkube.models import batch_v1, scheduling_v1beta1
+from msgspec import Struct
 
 from ..api.errors import FieldError, invalid
 from ._objects import job_spec
@@ -54,8 +54,7 @@ def validate_job_scheduling_update(new: batch_v1.Job, old: batch_v1.Job) -> list
     return errors + validate_job_scheduling(new)
 
 
-@dataclass(slots=True)
-class MinCountUpdate:
+class MinCountUpdate(Struct):
     """The objects after the change (new copies), and what changed. `decreased` means: requeue the gang."""
 
     pod_group: scheduling_v1beta1.PodGroup

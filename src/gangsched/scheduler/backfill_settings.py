@@ -5,7 +5,8 @@ itself (importing it costs `gangsched schedule` about a hundredth of a second at
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from .estimates import LIVE, SOURCES
 
@@ -14,8 +15,7 @@ __all__ = ["INFINITE", "BackfillSettings", "PlanSettings"]
 INFINITE = math.inf
 
 
-@dataclass(frozen=True, slots=True)
-class PlanSettings:
+class PlanSettings(Struct, frozen=True):
     """Slurm's bf_window (how far ahead reservations are made) and bf_resolution (time step of the plan;
     default 60 s), in seconds. The window is unbounded by default, unlike Slurm's 1 day: Slurm advises a
     window at least as long as the longest time limit, and work here need not have one (docs/backfill.md).
@@ -33,8 +33,7 @@ class PlanSettings:
         return t if math.isinf(t) else math.ceil(t / self.resolution - 1e-9) * self.resolution
 
 
-@dataclass(frozen=True, slots=True)
-class BackfillSettings:
+class BackfillSettings(Struct, frozen=True):
     """`depth`: roots that get a reservation (0 none, 1 EASY, None all: conservative). `window` and
     `resolution`: Slurm's bf_window / bf_resolution (s). `interval`: bf_interval, the longest a plan is kept
     (s). `aging_rate`: priority points per hour waited, up to `aging_cap` points. `max_job_test`: how many

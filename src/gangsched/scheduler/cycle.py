@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 from .evaluator import Evaluator, FitFailure
 from .plugins import BoolArray
@@ -59,8 +60,7 @@ class Code(enum.IntEnum):
 SUCCESS, WAIT, UNSCHEDULABLE, ERROR = Code.SUCCESS, Code.WAIT, Code.UNSCHEDULABLE, Code.ERROR
 
 
-@dataclass(slots=True)
-class GroupAttempt:
+class GroupAttempt(Struct):
     """What one cycle needs to know about a group: its policy, what is already placed, what is pending.
     Not frozen: every cycle makes one, and a frozen dataclass costs twice as much to make; never changed."""
 
@@ -70,8 +70,7 @@ class GroupAttempt:
     pods: Sequence[PodInfo]
 
 
-@dataclass(slots=True)
-class GroupResult:
+class GroupResult(Struct):
     """The outcome of one cycle. `message` is the group's status message (PostFilter may append to it);
     `failures` holds the FitError of each pod that fit nowhere, `fit` the pods that did fit on their own in a
     cycle that then failed, and `cycle_message` the status as the cycle left it (upstream hands a copy of it

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from ..api.duration import EXPECTED_DURATION_ANNOTATION, DurationError, duration_of, parse_duration
 from ..api.owners import controller_of
@@ -53,8 +54,7 @@ SOURCES: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Estimate:
+class Estimate(Struct, frozen=True):
     """Expected run time in seconds and where it came from (`activeDeadlineSeconds`, `annotation`,
     `history`); `seconds is None` when nothing says."""
 
@@ -78,8 +78,7 @@ def owner_of(pod: Any) -> tuple[str, str, str] | None:
     return (refs[0].kind, pod.metadata.namespace or "", refs[0].name) if refs else None
 
 
-@dataclass(slots=True)
-class History:
+class History(Struct):
     """Run times of finished work per owner (a Job's name, or a PodGroup's), the last two kept.
 
     Tsafrir et al. found the mean of a user's last two run times a better backfill estimate than the user's

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
+from msgspec import Struct
 
 from .claims_plugins import DRA_NAME, DRA_WEIGHT, PREEMPTIBLE_CLAIM_PLUGINS
 from .cycle_rng import TieBreaker
@@ -71,8 +72,7 @@ _ROOM_LOG = 32  # room_for refreshes up to this many logged changes node by node
 STATIC, RESOURCES, PODS, CLAIMS = "static", "resources", "pods", "claims"
 
 
-@dataclass(frozen=True, slots=True)
-class FilterPlugin:
+class FilterPlugin(Struct, frozen=True):
     """A filter: `run(snap, spec)` for static ones, `run(view, PodContext)` for pods-stage ones;
     NodeResourcesFit (stage resources) is run by the evaluator on changed columns."""
 
@@ -81,8 +81,7 @@ class FilterPlugin:
     run: Callable[..., Rejections] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ScorePlugin:
+class ScorePlugin(Struct, frozen=True):
     """A score with its weight: static ones give raw per-node values (`raw(snap, spec)`, None: all zero)
     normalised over the feasible nodes by `normalize`; pods-stage ones give normalised scores of the
     feasible nodes (`run(view, PodContext, feasible)`); resource ones are computed on changed columns."""
@@ -234,8 +233,7 @@ def _best(c: _Class) -> tuple[int, array[int]]:
     return c.top, c.ties
 
 
-@dataclass(slots=True, eq=False)
-class _Room:
+class _Room(Struct, eq=False):
     """How many pods of one class the free capacity of each node holds (0 where its static filters refuse
     them) and their sum, current with the snapshot's change log up to `synced` in `generation`. The counts
     are kept twice: as Python ints (`per_node`, read and written one node at a time) and as an array
@@ -248,8 +246,7 @@ class _Room:
     generation: int
 
 
-@dataclass(slots=True, eq=False)
-class _PodsLayer:
+class _PodsLayer(Struct, eq=False):
     """Pods-stage verdicts for one class and one set of traits, valid for one state of the pod log."""
 
     context: PodContext

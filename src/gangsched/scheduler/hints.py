@@ -39,7 +39,8 @@ import heapq
 import math
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Iterator
-from dataclasses import dataclass, field
+
+from msgspec import Struct, field
 
 from .podinfo import PodInfo
 from .policy import SortKey
@@ -48,8 +49,7 @@ from .queue import RootKey
 __all__ = ["Fits", "RoomNeed", "RoomWaiters"]
 
 
-@dataclass(frozen=True, slots=True)
-class Fits:
+class Fits(Struct, frozen=True):
     """The planner's view of the room a waiting root may use (Backfill.room_check). `check(root, like,
     need)`: whether it could hold `need` pods like `like`. `longest(like, need)`, when given: an estimate
     (seconds) such that `check` refuses every root needing `need` pods of that class whose estimate is
@@ -60,8 +60,7 @@ class Fits:
     own: frozenset[RootKey] = frozenset()
 
 
-@dataclass(frozen=True, slots=True)
-class RoomNeed:
+class RoomNeed(Struct, frozen=True):
     """`need` pods like `like` must fit at once for the root to have a chance."""
 
     like: PodInfo
@@ -85,8 +84,7 @@ def _band_start(band: float) -> float:
     return math.inf if band == math.inf else 0.0 if band <= 0 else 2.0 ** (band / _BANDS_PER_DOUBLING)
 
 
-@dataclass(slots=True)
-class _Class:
+class _Class(Struct):
     like: PodInfo
     # Sorted by queue order; entries of woken or forgotten roots are dropped lazily (stale when read).
     entries: list[_Entry] = field(default_factory=list)

@@ -8,14 +8,14 @@ PodDisruptionBudget check, PodTopologySpread's counting) test `empty` themselves
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 __all__ = ["EVERYTHING", "NOTHING", "Requirement", "Selector", "compile_selector"]
 
 
-@dataclass(frozen=True, slots=True)
-class Requirement:
+class Requirement(Struct, frozen=True):
     key: str
     operator: str  # In, NotIn, Exists, DoesNotExist
     values: frozenset[str]
@@ -33,8 +33,7 @@ class Requirement:
         return False  # an unknown operator makes the selector invalid; validation reports it
 
 
-@dataclass(frozen=True, slots=True)
-class Selector:
+class Selector(Struct, frozen=True):
     """All requirements must hold. `nothing` selects no labels at all (a nil selector)."""
 
     requirements: tuple[Requirement, ...] = ()

@@ -11,10 +11,10 @@ gang's cycle are counted like any other pod until the cycle reverts them.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+from msgspec import Struct
 
 from .podtraits import AffinityTerm, PodTraits
 from .snapshot import Snapshot
@@ -113,8 +113,7 @@ class DomainCounts:
         return self.current()[self.codes]
 
 
-@dataclass(frozen=True, slots=True)
-class TermKey:
+class TermKey(Struct, frozen=True):
     kind: TermKind
     term: AffinityTerm
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from msgspec import Struct
 
 from .labelselector import Selector
 from .plugins.image_locality import pod_images
@@ -25,8 +25,7 @@ def is_terminal(pod: Any) -> bool:
     return pod.status is not None and pod.status.phase in TERMINAL_PHASES
 
 
-@dataclass(slots=True, eq=False)
-class PodInfo:
+class PodInfo(Struct, eq=False):
     """A pod as scheduled: identity, priority, requests and an equivalence signature.
 
     Pods with the same `signature` get the same filter and score results on the same snapshot, so a group of
@@ -115,8 +114,7 @@ def _requests(spec: Any) -> tuple[dict[str, int], tuple[int, int]]:
     return cached
 
 
-@dataclass(frozen=True, slots=True)
-class _FromSpec:
+class _FromSpec(Struct, frozen=True):
     """What `pod_info` derives from the pod's spec alone."""
 
     priority: int

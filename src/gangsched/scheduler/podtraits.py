@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
+from msgspec import Struct
 
 from .labelselector import NOTHING, Requirement, Selector, compile_selector
 
@@ -29,8 +30,7 @@ HostPort = tuple[str, str, int]  # (hostIP, protocol, hostPort), sanitized as up
 BIND_ALL = "0.0.0.0"
 
 
-@dataclass(frozen=True, slots=True)
-class AffinityTerm:
+class AffinityTerm(Struct, frozen=True):
     """A PodAffinityTerm as upstream's fwk.AffinityTerm: the namespaces default to the owner's own when
     neither `namespaces` nor `namespaceSelector` is given; matchLabelKeys / mismatchLabelKeys are merged into
     the selector from the owner's labels, as kube-apiserver does when the pod is created."""
@@ -46,14 +46,12 @@ class AffinityTerm:
         return False
 
 
-@dataclass(frozen=True, slots=True)
-class WeightedTerm:
+class WeightedTerm(Struct, frozen=True):
     term: AffinityTerm
     weight: int
 
 
-@dataclass(frozen=True, slots=True)
-class SpreadConstraint:
+class SpreadConstraint(Struct, frozen=True):
     """A topologySpreadConstraint with upstream's defaults: minDomains 1, nodeAffinityPolicy Honor,
     nodeTaintsPolicy Ignore; matchLabelKeys merged into the selector from the pod's labels."""
 
@@ -79,7 +77,7 @@ class PodTraits:
     required_anti_affinity: tuple[AffinityTerm, ...]
     preferred_affinity: tuple[WeightedTerm, ...]
     preferred_anti_affinity: tuple[WeightedTerm, ...]
-    spread: tuple[SpreadConstraint, ...] = field(default=())
+    spread: tuple[SpreadConstraint, ...] = ()
     # The spread constraints are the system defaults (default_spread.py): scoring does not require nodes to
     # carry every key (upstream's requireAllTopologies is false for them).
     spread_defaulted: bool = False

@@ -19,8 +19,9 @@ every root with one under `gang-sjf`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Protocol
+
+from msgspec import Struct
 
 __all__ = ["QUEUE_POLICIES", "OrderPolicy", "QueuePolicy", "SortKey", "queue_policy"]
 
@@ -44,8 +45,7 @@ class QueuePolicy(Protocol):
     def sort_key(self, priority: int, runtime: float, timestamp: tuple[float, int], seq: int) -> SortKey: ...
 
 
-@dataclass(frozen=True, slots=True)
-class OrderPolicy:
+class OrderPolicy(Struct, frozen=True):
     """Priority, then (with `by_runtime`) the known run time, then creation; the four named policies."""
 
     name: str

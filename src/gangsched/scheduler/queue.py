@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import heapq
 import math
-from dataclasses import dataclass, field
+
+from msgspec import Struct
 
 from .policy import QUEUE_POLICIES, QueuePolicy, SortKey
 
@@ -36,15 +37,14 @@ def backoff_seconds(attempts: int, group_size: int) -> float:
     )
 
 
-@dataclass(slots=True)
-class QueuedRoot:
+class QueuedRoot(Struct):
     key: RootKey
     priority: int
     timestamp: tuple[float, int]
     attempts: int = 0
     ready_at: float = 0.0
     state: str = "active"
-    seq: int = field(default=0)
+    seq: int = 0
     unschedulable_since: float = 0.0
     runtime: float = math.inf  # known run time (s), for gang-sjf
     policy: QueuePolicy = QUEUE_POLICIES["gang"]

@@ -14,7 +14,7 @@ out the answer.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 __all__ = [
     "CONTINUE",
@@ -39,8 +39,7 @@ CONTINUE = "continue"  # the group goes on with the members it has (at least min
 STALL = "stall"  # the rest stay bound without progress until the lost members are replaced
 
 
-@dataclass(frozen=True, slots=True)
-class Recovery:
+class Recovery(Struct, frozen=True):
     policy: str = "wait"
     release_after_s: float = 0.0  # release-after only
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 import functools
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from msgspec import Struct
 
 from ..api.duration import DurationError, duration_of
 from ..api.gates import FeatureGates
@@ -85,8 +86,7 @@ WHY_PENDING = "gangsched.io/WhyPending"  # condition type of `Profile.explain_pe
 SCHEDULING_GATES_MESSAGE = "Scheduling is blocked due to non-empty scheduling gates"
 
 
-@dataclass(frozen=True, slots=True)
-class Placer:
+class Placer(Struct, frozen=True):
     """How a root's cycle places it inside a node mask (None: every node), reserving in the snapshot as the
     cycle does (undo with `result.revert`). `pods` are the pods it tries and `needs` how many of them must
     fit at once; `topology_key` the label all must share (PodGroups), None for trees and lone pods."""
@@ -107,8 +107,7 @@ class Placer:
 EVICTION_SEEN_WITHIN = 10.0
 
 
-@dataclass(frozen=True, slots=True)
-class Profile:
+class Profile(Struct, frozen=True):
     """Which pods are ours, how nodes are scored and roots ordered; `scheduler_names=None` takes every pod
     (CLI, sim). `queue_policy`: see policy.py (`Profile(queue_policy=queue_policy("gang-sjf"))`)."""
 

@@ -33,12 +33,12 @@ from __future__ import annotations
 import contextlib
 import itertools
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from msgspec import Struct
 
 from ..api.quantity import QuantityError, milli
 from .podtraits import PodTraits
@@ -66,15 +66,13 @@ Int64Array = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
 
-@dataclass(frozen=True, slots=True)
-class Taint:
+class Taint(Struct, frozen=True):
     key: str
     value: str
     effect: str
 
 
-@dataclass(frozen=True, slots=True)
-class PodVector:
+class PodVector(Struct, frozen=True):
     """What a pod takes from a node: (row, milli) pairs plus non-zero cpu/memory for scoring, and its cpu
     and memory requests again (0 when it asks for none), as the scores read them for every node they try."""
 

@@ -19,11 +19,11 @@ among the best nodes kept for that domain (domains.DomainBests) rather than scan
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from msgspec import Struct
 
 from . import domains
 from .cycle import GROUP_UNSCHEDULABLE, Code, GroupAttempt, GroupResult, group_unschedulable, run_group_cycle
@@ -65,8 +65,7 @@ def several_domains(domains: set[str]) -> str:
     return f"{PIN_ERROR}more than 1 domain found for pod group: {first}, {second}"
 
 
-@dataclass(frozen=True, slots=True)
-class Pin:
+class Pin(Struct, frozen=True):
     """What the members already running say about a constrained group's placements: the domains (values
     of the key) they run in, which its placements are restricted to, or the Error upstream returns instead
     of placements (`error`)."""
@@ -105,8 +104,7 @@ Int64Array = npt.NDArray[np.int64]
 _max = np.maximum.reduce  # ndarray.max without its Python wrapper
 
 
-@dataclass(slots=True, eq=False)
-class Placement:
+class Placement(Struct, eq=False):
     """The nodes among `within` whose label code is `code`; the mask is built when first asked for, then
     kept. `domain` (key, code) when `within` is every node with the key: the placement is that whole
     domain (find_node keeps the best node per such domain).

@@ -14,9 +14,9 @@ as a success for its parent, and only the root fails such a cycle (`evaluate_roo
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
+from msgspec import Struct, field
 
 from .cycle import (
     GROUP_UNSCHEDULABLE,
@@ -48,8 +48,7 @@ GroupKey = tuple[str, str, str]  # (kind, namespace, name)
 MAX_DEPTH = 4
 
 
-@dataclass(slots=True)
-class TreeNode:
+class TreeNode(Struct):
     """A PodGroup (with `attempt`) or a CompositePodGroup (with `children`) in a scheduling tree."""
 
     key: GroupKey
@@ -69,8 +68,7 @@ class TreeNode:
         return out
 
 
-@dataclass(slots=True)
-class TreeResult:
+class TreeResult(Struct):
     code: Code
     message: str
     placed: list[tuple[PodInfo, int]] = field(default_factory=list)

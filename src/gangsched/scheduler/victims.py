@@ -13,8 +13,9 @@ import datetime as dt
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from msgspec import Struct, field
 
 from .podinfo import PodInfo, PodKey
 
@@ -41,8 +42,7 @@ class ObjectReader(Protocol):
     def list(self, kind: str) -> Iterator[Any]: ...
 
 
-@dataclass(slots=True, eq=False)
-class VictimUnit:
+class VictimUnit(Struct, eq=False):
     """Pods that are evicted together or not at all."""
 
     pods: list[PodInfo]

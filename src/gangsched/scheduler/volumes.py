@@ -15,8 +15,9 @@ AssumePodVolumes), k8s.io/component-helpers/storage/volume (FindMatchingVolume, 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
+
+from msgspec import Struct, field
 
 from ..api.owners import is_controlled_by
 from ..api.quantity import QuantityError, milli
@@ -117,8 +118,7 @@ class VolumeCatalog:
         return sc is not None and sc.volumeBindingMode == "WaitForFirstConsumer"
 
 
-@dataclass(slots=True)
-class PodVolumes:
+class PodVolumes(Struct):
     """A pod's claims after PreFilter. `error` set: the pod stops at PreFilter with that message."""
 
     error: str | None = None

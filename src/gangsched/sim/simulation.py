@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
 import numpy as np
+from msgspec.structs import replace
 
 from ..api.gates import FeatureGates
 from ..scheduler import Profile, Scheduler, Timeline

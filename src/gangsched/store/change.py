@@ -2,21 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 __all__ = ["Change", "Key"]
 
 Key = tuple[str, str]
 
 
-@dataclass(slots=True)
-class Change:
+class Change(Struct):
     """An object was added, updated, bound or deleted. `old` is given on updates (e.g. a minCount change).
 
-    Every listener receives the same Change and must not change it. It is not a frozen dataclass for speed
-    alone: a frozen one's `__init__` sets each field through `object.__setattr__`, which made a Change cost
-    five times as much, and `gangsched schedule` makes two or three for every object it reads."""
+    Every listener receives the same Change and must not change it. A msgspec Struct, made in C several
+    times faster than a dataclass: `gangsched schedule` makes two or three for every object it reads."""
 
     action: str  # "add" | "update" | "delete" | "bind"
     kind: str

@@ -11,8 +11,9 @@ refused up front rather than found Invalid later; their wording is ours [unconfi
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+from msgspec import Struct
 
 from ..errors import OMIT, ErrorType, FieldError, duplicate, invalid, required, too_many
 from ..gates import FeatureGates
@@ -34,8 +35,7 @@ __all__ = ["MAX_DEPTH", "workload_spec"]
 MAX_DEPTH = 4
 
 
-@dataclass(frozen=True, slots=True)
-class _Node:
+class _Node(Struct, frozen=True):
     """One template of the tree with its field path and its composite parent (None at the top)."""
 
     template: Any

@@ -12,11 +12,11 @@ one module; the evaluator's FILTERS and SCORES tables say when it runs:
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+from msgspec import Struct, field
 
 from ..podtraits import PodTraits
 
@@ -27,8 +27,7 @@ Rejections = list[tuple[BoolArray, str]]
 __all__ = ["BoolArray", "Int64Array", "PodContext", "Rejections"]
 
 
-@dataclass(slots=True)
-class PodContext:
+class PodContext(Struct):
     """One pod as the pods-stage plugins see it: its traits and spec, and two static per-node verdicts of
     its class that PodTopologySpread's node inclusion policies reuse."""
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
+from msgspec import Struct
 
 from ..labelselector import Selector
 from ..podcounts import DomainCounts, PodsView
@@ -69,8 +69,7 @@ def _with_all_keys(view: PodsView, constraints: list[SpreadConstraint]) -> BoolA
     return ok
 
 
-@dataclass(slots=True)
-class _Prepared:
+class _Prepared(Struct):
     """What a constraint needs that does not change while the pod waits: the nodes whose domains count,
     and those domains' codes."""
 
