@@ -71,7 +71,7 @@ def _usage(backfill: Backfill) -> dict[str, list[int]]:
 def test_kept_state_equals_a_fresh_computation_at_every_plan(
     seed: int, depth: int, fair: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    checked = {"plans": 0, "running": 0, "waiting": 0, "reused": 0, "bounded": 0}
+    checked = {"plans": 0, "running": 0, "waiting": 0, "reused": 0, "bounded": 0, "narrowed": 0}
     replan, get = Backfill.replan, EarliestStarts.get
     # snapshot version -> (the snapshot, what it counted then); the snapshot itself, not its id(): a dropped
     # snapshot's id may be reused by the next one, whose versions start again
@@ -103,12 +103,13 @@ def test_kept_state_equals_a_fresh_computation_at_every_plan(
         replan(self, now)
 
     def reuse_checked(self: EarliestStarts, *args: Any) -> Any:
-        reused, bounded = self.reused + self.partly, self.bounded
+        reused, bounded, narrowed = self.reused + self.partly, self.bounded, self.narrowed
         found = get(self, *args)
         if self.reused + self.partly > reused:
             assert found == earliest_start(*args[:8]).found
             checked["reused"] += 1
             checked["bounded"] += self.bounded > bounded
+            checked["narrowed"] += self.narrowed > narrowed
         return found
 
     monkeypatch.setattr(Backfill, "replan", checking)
@@ -123,8 +124,10 @@ def test_kept_state_equals_a_fresh_computation_at_every_plan(
     # Earliest starts were reused (fair share plans at most every interval after any start or end, often
     # with nothing changed in between; without it plans are made when something changed).
     assert checked["reused"] >= (5 if fair else 0), checked
-    # Some partial searches were spared by the capacity bound (EarliestStarts.bounded), and still equal.
+    # Some partial searches were spared by the capacity bound (EarliestStarts.bounded), and some narrowed
+    # by it (work that only took room since: EarliestStarts.narrowed), and still equal.
     assert checked["bounded"] >= (5 if fair else 0), checked
+    assert checked["narrowed"] >= (5 if fair else 0), checked
 
 
 def _walks(seed: int, depth: int, bounded: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[list[Any], int]:

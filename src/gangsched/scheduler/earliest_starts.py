@@ -126,6 +126,16 @@ class EarliestStarts:
     made (`bounded`); F stands for the new answer (after T the snapshots are the old ones).
     F counts no reservation, and reservations only take room away: it bounds the new search whatever
     reservations come before the root now.
+
+    When T >= F the search is made, but F still bounds part of it. Work that only started since (or gained
+    pods, and releases them no earlier) holds at least as much as before at every time; work that ended or
+    lost pods gives room back only before its old release. So with G the latest release of the work that
+    may have given room back (RunningIndex.log; -INFINITE when all of it only took room), from G on the
+    snapshot at every time holds at least what the old plan saw then, node by node, and the root fits by
+    capacity at no candidate in [G, F): those are not tried (`earliest_start(..., unfit=(G, F))`,
+    `narrowed`). Fair share's searches up to T are mostly of this kind: short work ended on time (G is its
+    release, at most a resolution step away) and other work started, with a release T past the head's
+    start, so the search went through every candidate from now to the head's start again.
     `tests/sim/test_plan_state.py` checks every reused answer against `earliest_start` run again. Not
     thread-safe; owned by one planner."""
 
@@ -134,6 +144,7 @@ class EarliestStarts:
         self.reused = 0  # answers reused whole
         self.partly = 0  # answers tried afresh only up to the latest release of the work that changed
         self.bounded = 0  # of those, answers whose search up to that release the capacity bound spared
+        self.narrowed = 0  # of the others, searches that the capacity bound narrowed (work only started)
         self._found: dict[RootKey, _Found] = {}
 
     def objects_changed(self) -> None:
@@ -174,22 +185,43 @@ class EarliestStarts:
             return found if ahead == found.ahead else replace(found, ahead=ahead)
         found = None
 
-        def search(after: float = -INFINITE, until: float = INFINITE) -> StartSearch:
+        def search(
+            after: float = -INFINITE,
+            until: float = INFINITE,
+            unfit: tuple[float, float] = (INFINITE, INFINITE),
+        ) -> StartSearch:
             return earliest_start(
-                scheduler, root, place, estimate, running, held, now, settings, after=after, until=until
+                scheduler,
+                root,
+                place,
+                estimate,
+                running,
+                held,
+                now,
+                settings,
+                after=after,
+                until=until,
+                unfit=unfit,
             )
 
-        since = self._changed_until(before, root, snap, running, reads, estimate, held, now, settings, index)
-        if before is not None and since is not None:
+        changed = self._changed_until(
+            before, root, snap, running, reads, estimate, held, now, settings, index
+        )
+        if before is not None and changed is not None:
             # Only the work refreshed since, all released by `since`, changed: the candidates up to `since`
             # are tried afresh, the old answer stands beyond it.
+            since, gave = changed
             self.partly += 1
             short = False  # nothing fit by capacity up to `since`
             if since < before.fits_from:  # none of them fits by capacity (see the class docstring)
                 self.bounded += 1
                 fits_from = before.fits_from
             else:
-                up_to = search(until=since)
+                # From `gave` on, the work that changed only took room: the root fits by capacity in
+                # [gave, F) no better than the old plan saw (see the class docstring).
+                if gave < before.fits_from:
+                    self.narrowed += 1
+                up_to = search(until=since, unfit=(gave, before.fits_from))
                 found, fits_from = up_to.found, up_to.fits_from
                 short = fits_from >= INFINITE
                 if short:  # nothing fits by capacity up to `since`: not before it, at least
@@ -238,13 +270,15 @@ class EarliestStarts:
         now: float,
         settings: PlanSettings,
         index: RunningIndex | None,
-    ) -> float | None:
+    ) -> tuple[float, float] | None:
         """When the old answer was found with the snapshot counting running work only, and since then only
         running work and the reservations before the root changed (no other pod, object or setting; the
-        root itself not running): the latest release, before or after, of the work that changed, and the
+        root itself not running): T, the latest release, before or after, of the work that changed, and the
         latest end (as is and on the grid) of the reservations held by one plan and not the other, at least
         `now`. Beyond it every candidate time, what the snapshot holds then and the nodes the reservations
-        hold against the root are as the old plan saw them. None when that does not apply."""
+        hold against the root are as the old plan saw them. And G, a time from which the work that changed
+        holds at least what it held in the old plan (RunningIndex.log: the latest time before which any of
+        it may have given room back; -INFINITE: it only took room). None when that does not apply."""
         if (
             before is None
             or index is None
@@ -255,11 +289,11 @@ class EarliestStarts:
             or not index.counts_running_only()
         ):
             return None
-        since = now
-        for changed, released in index.log[before.log[1] :]:
+        since, gave = now, -INFINITE
+        for changed, released, gave_until in index.log[before.log[1] :]:
             if changed == root or released >= INFINITE:
                 return None
-            since = max(since, released)
+            since, gave = max(since, released), max(gave, gave_until)
         if not _same_held(before.held, held):
             differ = Counter(map(_held_nodes, before.held))
             differ.subtract(map(_held_nodes, held))
@@ -268,7 +302,7 @@ class EarliestStarts:
                     if end >= INFINITE:
                         return None
                     since = max(since, end, settings.round_up(end))
-        return since
+        return since, gave
 
     def _same_reads(
         self,

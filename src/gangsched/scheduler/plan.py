@@ -151,6 +151,10 @@ class Running:
     # start reused), and each is a pass over every running root.
     _pod_work: npt.NDArray[np.intp] | None = None
     _roots: frozenset[RootKey] | None = None
+    # The RunningIndex that made it and its count of root changes then: while that count stands, the
+    # index's roots are `works`' roots, and `runs` looks there rather than building `roots`.
+    _index: RunningIndex | None = None
+    _index_changes: int = -1
 
     @property
     def pod_work(self) -> npt.NDArray[np.intp]:
@@ -165,6 +169,14 @@ class Running:
         if self._roots is None:
             self._roots = frozenset(w.root for w in self.works)
         return self._roots
+
+    def runs(self, root: RootKey) -> bool:
+        """Whether `root` has work here. Asked at each capacity check, mostly of Runnings just assembled,
+        where building `roots` (a pass over every running root) cost a tenth of a fair-share search."""
+        index = self._index
+        if index is not None and index.root_changes == self._index_changes:
+            return root in index._roots  # the same roots as `works`', by the count
+        return root in self.roots
 
     def still_valid(self, now: float) -> bool:
         """Would the same running pods at `now` give exactly this?"""
@@ -266,13 +278,16 @@ class RunningIndex:
         self._moved = True  # running pods changed since `_last` was assembled
         self._ns_use: dict[str, npt.NDArray[np.int64]] = {}  # every running pod's use, per namespace
         self.usage_changes = 0  # bumped whenever `_ns_use` may have changed (readers cache what they derive)
-        # Every root refreshed, with the latest of its release before and after (INFINITE: none known), in
-        # the order refreshed; `log_generation` moves when the log starts over (a reset, or it grew long).
-        self.log: list[tuple[RootKey, float]] = []
+        # Every root refreshed, in the order refreshed, as (root, the latest of its release before and after
+        # (INFINITE: none known), a time before which the change may have given room back: -INFINITE when
+        # it only took room, at every time (see `_refresh`)); `log_generation` moves when the log starts
+        # over (a reset, or it grew long).
+        self.log: list[tuple[RootKey, float, float]] = []
         self.log_generation = 0
         # Roots whose start is known, by expected end; the others start "now" at each plan.
         self._by_end = _ByEnd()
         self._startless: dict[RootKey, None] = {}
+        self.root_changes = 0  # bumped whenever `_roots` may have changed (Running.runs)
 
     def pod_changed(self, key: PodKey) -> None:
         self._dirty[key] = None
@@ -321,6 +336,7 @@ class RunningIndex:
         if snap is not self._snap or len(snap.resources) != self._rows:
             self._all = True
         touched: dict[RootKey, None] = {}
+        lost: set[RootKey] = set()  # roots that lost a pod here
         changed = self._all
         if self._all:
             self._all, self._snap, self._rows = False, snap, len(snap.resources)
@@ -344,16 +360,20 @@ class RunningIndex:
                 if old != root:
                     del self._roots[old].pods[key]
                     del self._root_of[key]
+                    lost.add(old)
             if root is not None:
                 touched[root] = None
                 if old != root:
                     self._root_of[key] = root
                     self._roots.setdefault(root, _RunningRoot({})).pods[key] = None
         for root in touched:
-            self._refresh(root, snap)
-        self._moved |= changed or bool(touched)
+            self._refresh(root, snap, root in lost)
+        if changed or touched:
+            self._moved = True
+            self.root_changes += 1
 
-    def _refresh(self, root: RootKey, snap: Snapshot) -> None:
+    def _refresh(self, root: RootKey, snap: Snapshot, lost: bool = False) -> None:
+        """Read the root's running pods again (`lost`: one of them left it) and log the change."""
         entry = self._roots.get(root)
         if entry is None:
             return
@@ -372,8 +392,9 @@ class RunningIndex:
         self._startless.pop(root, None)
         if not entry.pods:
             del self._roots[root]
-            self.log.append((root, released))
+            self.log.append((root, released, released))
             return
+        old_node, old_use = entry.pod_node, entry.pod_use
         estimate = self.estimates.get(root)
         if estimate is None:
             estimate = self.estimates[root] = root_estimate(self.scheduler, root, self.history)
@@ -401,7 +422,23 @@ class RunningIndex:
             self._by_end.add(entry, entry.work)
         else:
             self._startless[root] = None
-        self.log.append((root, max(released, entry.release) if entry.work is not None else INFINITE))
+        latest = max(released, entry.release) if entry.work is not None else INFINITE
+        # It only took room when it lost no pod, the pods it had hold what they held (they come first, in
+        # the order seen) and it releases them no earlier: then at every time it holds at least what it
+        # held. Else it may have given room back before `latest`, when its pods were released before.
+        k = len(old_node)
+        took = (
+            not lost
+            and entry.release >= released
+            and (
+                k == 0
+                or (
+                    np.array_equal(entry.pod_node[:k], old_node)
+                    and np.array_equal(entry.pod_use[:, :k], old_use)
+                )
+            )
+        )
+        self.log.append((root, latest, -INFINITE if took else latest))
 
     def _assemble(self, now: float) -> Running:
         roots, by_end = self._roots, self._by_end
@@ -414,6 +451,8 @@ class RunningIndex:
                 by_end.pod_node,
                 by_end.pod_use,
                 True,
+                _index=self,
+                _index_changes=self.root_changes,
             )
         rows = len(self._snap.resources) if self._snap is not None else 0
         kept = list(
@@ -441,6 +480,8 @@ class RunningIndex:
             if entries
             else np.zeros((rows, 0), dtype=np.int64),
             False,
+            _index=self,
+            _index_changes=self.root_changes,
         )
 
 
@@ -524,7 +565,7 @@ def _could_fit(
     n_times, n_nodes = len(times), len(snap)
     # Usage each pod gives back, at the first candidate time at or after its work's end.
     work_k = np.searchsorted(times, running.releases, side="left")
-    if root in running.roots:  # its own running pods give nothing back to it
+    if running.runs(root):  # its own running pods give nothing back to it
         work_k[[i for i, w in enumerate(running.works) if w.root == root]] = n_times
     pod_k = work_k[running.pod_work] if len(running.pod_work) else np.zeros(0, dtype=np.intp)
     pod_node, pod_use = running.pod_node, running.pod_use[rows]
@@ -622,10 +663,13 @@ def earliest_start(
     *,
     after: float = -INFINITE,
     until: float = INFINITE,
+    unfit: tuple[float, float] = (INFINITE, INFINITE),
 ) -> StartSearch:
     """The first time in [now, now + window] at which `place` fits the root around `reservations`, with the
     nodes it then takes (`StartSearch.found`); None if it fits at no such time (or only with work of unknown
     end gone). With `after` / `until`, only the candidate times in (after, until] are tried (EarliestStarts).
+    `unfit` = [a, b): the caller knows that the root fits by capacity at no time in it (EarliestStarts), so
+    those candidates are neither counted nor tried; `fits_from` is then the first of the others.
 
     Candidate times are now and the (rounded) expected ends of running work and of reservations. Ties are
     broken by `tie_breaker`, started afresh at each trial; the scheduler's own generator is neither read nor
@@ -643,6 +687,8 @@ def earliest_start(
     times = times[
         (times >= now) & (times <= horizon) & (times < INFINITE) & (times > after) & (times <= until)
     ]
+    if unfit[0] < unfit[1]:
+        times = times[(times < unfit[0]) | (times >= unfit[1])]
     could = _could_fit(scheduler, root, place, times, running, reservations, duration)
     first = next(could, None)
     fits_from = -INFINITE
