@@ -5,6 +5,7 @@ reference for later side-by-side comparisons with gangsched)."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 import urllib.error
 import urllib.request
@@ -210,6 +211,62 @@ def test_admin_access_outside_a_labelled_namespace_is_refused_as_validate_says(
     labelled = {"metadata": {"labels": {"resource.kubernetes.io/admin-access": "true"}}}
     kube_client.patch(Namespace, namespace, labelled)
     kube_client.create(codecs.from_dict(claim))
+
+
+INVALID = Path(__file__).resolve().parents[2] / "examples" / "invalid"
+UID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+@pytest.mark.parametrize("case", ["job-selector-not-generated", "job-template-label-conflict"])
+def test_job_selector_rules_are_the_api_servers(kube_client: Client, namespace: str, case: str) -> None:
+    """A Job without manualSelector whose selector selects labels of its own, or whose template sets a
+    generated label to another value, is refused by the API server (PrepareForCreate's generateSelector,
+    then validateGeneratedSelector) with the words `gangsched validate` prints for the same file, the
+    UID in them being the one each side gave the Job."""
+    done = CliRunner().invoke(main, ["validate", "-f", str(INVALID / f"{case}.yaml")])
+    assert done.exit_code == 1
+    ours = done.output.strip().split(": ", 2)[2]  # FILE: KIND NS/NAME: FIELD: MESSAGE
+    doc = yaml.safe_load((INVALID / f"{case}.yaml").read_text())
+    given = doc["metadata"].pop("uid")  # the API server makes its own
+    doc["metadata"]["namespace"] = namespace
+    with pytest.raises(ApiError) as e:
+        kube_client.create(codecs.from_dict(doc))
+    assert e.value.status.code == 422
+    message = str(e.value.status.message)
+    server = UID.search(message)
+    assert server is not None, message
+    assert ours.replace(given, server.group()) in message, (ours, message)
+
+
+def test_a_job_selecting_its_generated_labels_needs_no_manual_selector(
+    kube_client: Client, namespace: str
+) -> None:
+    """A selector of generated labels only (job-name) is accepted without manualSelector, and the API server
+    adds the controller-uid label to it, as builder.pods.generated_selector does."""
+    from gangsched.builder.pods import generated_selector
+
+    job = codecs.from_dict(
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "train", "namespace": namespace},
+            "spec": {
+                "suspend": True,
+                "selector": {"matchLabels": {"batch.kubernetes.io/job-name": "train"}},
+                "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}},
+            },
+        }
+    )
+    selector, labels = generated_selector(codecs.from_dict({**job.to_dict(), "metadata": {
+        "name": "train", "namespace": namespace, "uid": "placeholder"}}))  # fmt: skip
+    created = kube_client.create(job)
+    uid = created.metadata.uid
+    assert created.spec.selector.matchLabels == {
+        k: uid if v == "placeholder" else v for k, v in (selector.matchLabels or {}).items()
+    }
+    assert created.spec.template.metadata.labels == {
+        k: uid if v == "placeholder" else v for k, v in labels.items()
+    }
 
 
 def test_binding_a_pod_to_a_fake_node(

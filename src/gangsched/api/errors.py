@@ -18,6 +18,7 @@ __all__ = [
     "OMIT",
     "ErrorType",
     "FieldError",
+    "Marshalled",
     "Problem",
     "duplicate",
     "forbidden",
@@ -60,6 +61,14 @@ class _Nil:
 #: is the string "null", quoted).
 NIL: Any = _Nil()
 
+
+class Marshalled(Struct, frozen=True):
+    """A bad value given as json.Marshal renders it: a struct's fields come in declaration order, which
+    the sorted rendering of a dict would not keep."""
+
+    text: str
+
+
 # Types whose value upstream prints without quoting or struct syntax.
 _PLAIN = (bool, int, float)
 _NO_VALUE = {ErrorType.REQUIRED, ErrorType.FORBIDDEN, ErrorType.TOO_LONG, ErrorType.INTERNAL}
@@ -70,6 +79,8 @@ def _render_value(value: Any) -> str:
         return '"null"'  # upstream substitutes the string "null" for nil, then quotes it as any string
     if value is NIL:
         return "null"
+    if isinstance(value, Marshalled):
+        return value.text
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, _PLAIN):

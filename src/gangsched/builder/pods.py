@@ -27,7 +27,9 @@ __all__ = [
     "JOB_TRACKING_FINALIZER",
     "active_pod_count",
     "default_job_selector",
+    "generated_selector",
     "job_controller_ref",
+    "job_labels",
     "job_pods",
     "job_uid",
 ]
@@ -63,26 +65,44 @@ def job_controller_ref(job: batch_v1.Job) -> meta_v1.OwnerReference:
     )
 
 
+def job_labels(job: batch_v1.Job) -> dict[str, str]:
+    """The job-name and controller-uid labels, legacy and prefixed, as the API server generates them."""
+    uid, name = job_uid(job), metadata_of(job).name or ""
+    return {
+        LEGACY_CONTROLLER_UID_LABEL: uid,
+        LEGACY_JOB_NAME_LABEL: name,
+        CONTROLLER_UID_LABEL: uid,
+        JOB_NAME_LABEL: name,
+    }
+
+
+def generated_selector(job: batch_v1.Job) -> tuple[meta_v1.LabelSelector, dict[str, str]]:
+    """generateSelector (pkg/registry/batch/job/strategy.go), for a Job without manualSelector: the
+    selector with the prefixed controller-uid label added to its matchLabels where absent (a new one if
+    there is none), and the pod template's labels with the `job_labels` added where absent (a label the
+    user set keeps its value: validation then refuses a wrong one). Pure."""
+    spec = job_spec(job)
+    generated = job_labels(job)
+    template_meta = spec.template.metadata
+    labels = dict(template_meta.labels or {}) if template_meta is not None else {}
+    for key, value in generated.items():
+        labels.setdefault(key, value)
+    selector = copy.deepcopy(spec.selector) if spec.selector is not None else meta_v1.LabelSelector()
+    selector.matchLabels = dict(selector.matchLabels or {})
+    selector.matchLabels.setdefault(CONTROLLER_UID_LABEL, generated[CONTROLLER_UID_LABEL])
+    return selector, labels
+
+
 def default_job_selector(job: batch_v1.Job) -> None:
-    """What the API server does to a Job without manualSelector: selector on the controller-uid label,
-    and the job-name / controller-uid labels (prefixed and legacy) added to the pod template. Mutates."""
+    """What the API server does to a Job without manualSelector (`generated_selector`), with the UID it
+    is given. Mutates."""
     spec, meta = job.spec, job.metadata
     if spec is None or meta is None or spec.manualSelector:
         return
-    uid, name = job_uid(job), meta.name or ""
-    meta.uid = uid
-    if spec.selector is None:
-        spec.selector = meta_v1.LabelSelector(matchLabels={CONTROLLER_UID_LABEL: uid})
+    meta.uid = job_uid(job)
+    spec.selector, labels = generated_selector(job)
     if spec.template.metadata is None:
         spec.template.metadata = meta_v1.ObjectMeta()
-    labels = dict(spec.template.metadata.labels or {})
-    for key, value in (
-        (CONTROLLER_UID_LABEL, uid),
-        (JOB_NAME_LABEL, name),
-        (LEGACY_CONTROLLER_UID_LABEL, uid),
-        (LEGACY_JOB_NAME_LABEL, name),
-    ):
-        labels.setdefault(key, value)
     spec.template.metadata.labels = labels
 
 

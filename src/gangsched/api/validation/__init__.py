@@ -51,7 +51,7 @@ def object_errors(item: Loaded, gates: FeatureGates) -> list[FieldError]:
     elif kind == "PodDisruptionBudget":
         errors += pod_disruption_budget(obj)
     elif kind == "Job":
-        errors += job_spec(obj.spec, gates)  # the loader gave an absent spec its empty struct
+        errors += job_spec(obj, gates)  # the loader gave an absent spec its empty struct
     elif kind == "PodGroup" and workload_api:
         errors += pod_group_spec(obj.spec, gates)
     elif kind == "CompositePodGroup" and workload_api:

@@ -6,10 +6,11 @@ parse message) and then as ValidateResourceRequirements does (not negative; requ
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..errors import NIL, OMIT, FieldError, forbidden, invalid, not_supported, required
+from ..errors import NIL, OMIT, FieldError, Marshalled, forbidden, invalid, not_supported, required
 from ..gates import FeatureGates
 from ..quantity import QuantityError, parse_quantity
 from .common import (
@@ -176,25 +177,31 @@ def _job_scheduling(sched: Any, gates: FeatureGates) -> list[FieldError]:
     return errors
 
 
-def job_spec(spec: Any, gates: FeatureGates) -> list[FieldError]:
-    """validateJobSpec, then ValidateJobSpec's selector rules (pkg/apis/batch/validation), for the fields
-    gangsched reads. The loader gives a Job without spec or template an empty one, as the API server's
-    struct fields are; so the template's pod spec may be None (no containers). A selector is generated
-    unless manualSelector is set (the builder's default_job_selector), so only a manual one is checked."""
+def job_spec(job: Any, gates: FeatureGates) -> list[FieldError]:
+    """ValidateJobCreate's checks (pkg/apis/batch/validation) of the fields gangsched reads: without
+    manualSelector, validateGeneratedSelector on the Job as the API server generated its selector and
+    labels; validateJobSpec; then ValidateJobSpec's selector rules. The loader gives a Job without spec or
+    template an empty one, as the API server's struct fields are; so the template's pod spec may be None
+    (no containers)."""
+    spec = job.spec
+    template = spec.template
+    template_meta = template.metadata if template is not None else None
     errors: list[FieldError] = []
+    if spec.manualSelector:
+        selector, labels = spec.selector, template_meta.labels if template_meta is not None else None
+    else:
+        selector, labels = _generated(job)
+        errors += _generated_selector(job, selector, labels)
     for field in ("parallelism", "completions", "backoffLimit"):
         value = getattr(spec, field)
         if value is not None and value < 0:
             errors.append(invalid(f"spec.{field}", value, "must be greater than or equal to 0"))
     if spec.scheduling is not None and gates.enabled("GenericWorkload"):
         errors += _job_scheduling(spec.scheduling, gates)
-    template = spec.template
     pod = template.spec if template is not None else None
     errors += pod_spec(pod, "spec.template.spec")
     errors += _job_restart_policy(pod.restartPolicy if pod is not None else None)
-    if spec.manualSelector:
-        errors += _manual_selector(spec.selector, template.metadata if template is not None else None)
-    return errors
+    return errors + _selector_rules(selector, labels)
 
 
 def _job_restart_policy(policy: str | None) -> list[FieldError]:
@@ -227,16 +234,57 @@ def _selects(selector: Any, labels: dict[str, str]) -> bool:
     return True
 
 
-def _manual_selector(selector: Any, template_meta: Any) -> list[FieldError]:
-    """ValidateJobSpec with manualSelector: the selector is required, valid, and selects the template's
-    labels (a missing selector selects nothing, so the labels are reported too)."""
+def _generated(job: Any) -> tuple[Any, dict[str, str]]:
+    """The selector and template labels PrepareForCreate leaves a Job without manualSelector
+    (builder.pods.generated_selector)."""
+    from ...builder.pods import generated_selector  # here: only Jobs pay for loading the builder
+
+    return generated_selector(job)
+
+
+def _generated_selector(job: Any, selector: Any, labels: dict[str, str]) -> list[FieldError]:
+    """validateGeneratedSelector with RequirePrefixedLabels (as on create): each of the job-name and
+    controller-uid labels, legacy then prefixed, that the user set on the template must have the generated
+    value; and the selector must select exactly such labels, so that a selector of the user's own (`app:
+    x`) is refused unless manualSelector is true. The UID is the one gangsched gives the Job (its own, else
+    one derived from its namespace and name), where the API server makes one."""
+    from ...builder.pods import job_labels
+
+    expected = job_labels(job)
+    errors = [
+        invalid(f"spec.template.metadata.labels[{key}]", labels, f"must be '{value}'")
+        for key, value in expected.items()
+        if labels[key] != value
+    ]
+    if not label_selector("spec.selector", selector) and not _selects(selector, expected):
+        errors.append(invalid("spec.selector", _marshalled(selector), "`selector` not auto-generated"))
+    return errors
+
+
+def _marshalled(selector: Any) -> Marshalled:
+    """json.Marshal of a metav1.LabelSelector: matchLabels (keys sorted), then matchExpressions (key,
+    operator, values), empty fields left out (omitempty)."""
+    out: dict[str, Any] = {}
+    if selector.matchLabels:
+        out["matchLabels"] = dict(sorted(selector.matchLabels.items()))
+    if selector.matchExpressions:
+        out["matchExpressions"] = [
+            {"key": e.key, "operator": e.operator, **({"values": list(e.values)} if e.values else {})}
+            for e in selector.matchExpressions
+        ]
+    return Marshalled(json.dumps(out, ensure_ascii=False, separators=(",", ":")))
+
+
+def _selector_rules(selector: Any, labels: dict[str, str] | None) -> list[FieldError]:
+    """ValidateJobSpec's own selector rules, on the selector and template labels as generated or given:
+    the selector is required, valid, and selects the template's labels (a missing selector selects
+    nothing, so the labels are reported too)."""
     if selector is None:
         errors = [required("spec.selector")]
     else:
         errors = label_selector("spec.selector", selector)
         if errors:  # LabelSelectorAsSelector fails: upstream compares nothing
             return errors
-    labels = template_meta.labels if template_meta is not None else None
     if not _selects(selector, labels or {}):
         shown = dict(labels) if labels is not None else NIL
         errors.append(
