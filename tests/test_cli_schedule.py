@@ -12,7 +12,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from gangsched.cli import main
-from gangsched.report.schedule_output import FLOAT_FREE_ROWS, json_text
+from gangsched.report.schedule_output import FLOAT_FREE_ROWS, json_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
 EIGHT_GPU = "examples/eight-gpu/eight-gpu.yaml"
@@ -222,7 +222,7 @@ json_values = st.recursive(
 @given(doc=json_values)
 @example(doc={"\x7f": "a\x7fb"})  # ASCII that json.dumps escapes and msgspec does not
 def test_json_output_is_the_indented_json_of_the_standard_library(doc: Any) -> None:
-    assert json_text(doc) == json.dumps(doc, indent=2)
+    assert json_bytes(doc) == json.dumps(doc, indent=2).encode()
 
 
 float_free_values = st.recursive(
@@ -236,12 +236,12 @@ float_free_values = st.recursive(
 @example(rows=["a"], claims=[{"count": 1e16}])  # a float where one may be: json.dumps's notation, 1e+16
 def test_json_output_reads_back_only_the_rows_that_may_hold_floats(rows: Any, claims: Any) -> None:
     doc = {"pods": rows, "claims": claims}
-    assert json_text(doc, float_free=FLOAT_FREE_ROWS) == json.dumps(doc, indent=2)
+    assert json_bytes(doc, float_free=FLOAT_FREE_ROWS) == json.dumps(doc, indent=2).encode()
 
 
 @pytest.mark.parametrize("path", [EIGHT_GPU, "examples/valid"])
 def test_the_rows_said_to_be_float_free_hold_no_float(path: str) -> None:
-    """json_text reads back only the claims for floats: every other row of the report is strings and None."""
+    """json_bytes reads back only the claims for floats: every other row of the report is strings and None."""
     out = as_json("-f", path)
     assert FLOAT_FREE_ROWS | {"claims"} == set(out)
 
