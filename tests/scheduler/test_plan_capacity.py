@@ -13,7 +13,8 @@ n3: 1 GPU until 500 (540). Candidate times: 0, 120, 240, 300, 420, 540. Whole 4-
   n2: yes; 540: yes.
 - gang of 2 x 3 GPUs, anywhere: nodes with 3 free GPUs: 0: n3 only; 120: n0 and n3: 120, 240, 300, 420, 540.
 - gang of 4 x 4 GPUs in one rack: a rack has two nodes: never (not even at 540, when all is free, which is
-  checked first: free room only grows with time).
+  checked first with `last_first`: free room only grows with time).
+Each with the last candidate counted first or not: the same times.
 """
 
 from __future__ import annotations
@@ -57,8 +58,9 @@ def _running() -> list[dict[str, Any]]:
     ids=["three-whole-nodes", "one-rack", "around-a-reservation", "three-of-four-gpus", "more-than-a-rack"],
 )
 @pytest.mark.parametrize("chunk", [1, 2, 4, 100])
+@pytest.mark.parametrize("last_first", [True, False], ids=["last-first", "in-order"])
 def test_the_times_a_gang_could_fit(
-    size: int, gpus: int, rack: bool, reserved: bool, want: list[float], chunk: int
+    size: int, gpus: int, rack: bool, reserved: bool, want: list[float], chunk: int, last_first: bool
 ) -> None:
     _, scheduler = scheduler_for([*_running(), *gang("g", size, gpus, duration="200", rack=rack)])
     root = ("PodGroup", "default", "g")
@@ -71,5 +73,5 @@ def test_the_times_a_gang_could_fit(
     if reserved:
         n0 = scheduler.snapshot().index["n0"]
         held = [Reservation(("Pod", "default", "x"), 300.0, 900.0, frozenset({n0}), None, Estimate(600.0))]
-    fits = _could_fit(scheduler, root, place, times, running, held, 200.0, chunk=chunk)
+    fits = _could_fit(scheduler, root, place, times, running, held, 200.0, chunk=chunk, last_first=last_first)
     assert list(fits) == want

@@ -421,7 +421,7 @@ class Backfill:
             return kept[1]
         mask = np.ones(n, dtype=bool)
         for r in holding:
-            mask[sorted(r.nodes)] = False
+            mask[r.columns] = False
         mask.flags.writeable = False
         self._masks[key] = (holding, mask)
         return mask
@@ -472,7 +472,7 @@ class Backfill:
                     mask = np.ones(n_nodes, dtype=bool)
                     for r in held[:n]:
                         if r.root != own:
-                            mask[sorted(r.nodes)] = False
+                            mask[r.columns] = False
                     mask.flags.writeable = False
                     masks[n, own] = mask
                 counted = rooms[like.signature, n, own] = ev.room_for(like, mask)
