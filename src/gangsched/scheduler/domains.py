@@ -6,6 +6,7 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left
 from collections.abc import Hashable
+from operator import add, sub
 from typing import Any, Protocol
 
 import numpy as np
@@ -66,6 +67,7 @@ class DomainSums:
         self.per_node: list[list[int]] = every.T.tolist()
         labelled = np.flatnonzero(self.node_column >= 0)
         self.sums: Int64Array = np.zeros((every.shape[0], self.size), dtype=np.int64)
+        self._cells = self.sums.data  # the sums as Python ints, one cell at a time (`_refresh_few`)
         self._add(labelled, every[:, labelled])
         self.synced, self.generation = len(self.snap.changed), self.snap.generation
         self.touched.clear()
@@ -107,12 +109,13 @@ class DomainSums:
                 continue
             per_node[col] = new
             before = delta.get(column)
-            if before is None:
-                delta[column] = [value - was for value, was in zip(new, old, strict=True)]
-            else:
-                delta[column] = [d + value - was for d, value, was in zip(before, new, old, strict=True)]
+            change = list(map(sub, new, old))
+            delta[column] = change if before is None else list(map(add, before, change))
+        # cell by cell: a numpy slice's in-place add of a short list costs several times more
+        cells = self._cells
         for column, change in delta.items():
-            self.sums[:, column] += change
+            for row, value in enumerate(change):
+                cells[row, column] += value
         self.touched.extend(delta)
 
 

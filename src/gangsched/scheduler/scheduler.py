@@ -237,7 +237,8 @@ class Scheduler:
 
     def _on_change(self, change: Change) -> None:
         if change.kind == "Pod":  # most changes (a pod added, bound, deleted): none of the kind checks below
-            self._on_claims_change(change)
+            if self._ev is not None and self._ev.claims is not None:  # else a pod's change feeds nothing
+                self._on_claims_change(change)
             self._on_pod(change)
             return
         if change.kind == "PodGroup":
@@ -375,7 +376,8 @@ class Scheduler:
                 # default spread constraints (upstream builds them in each cycle), follow them.
                 pi.traits = pod_traits(pod, self._default_selector(pod))
         bound = bool(pod.spec.nodeName)
-        self._track_nomination(pi, change, pending=not bound)
+        if not bound or key in self._nominated:  # a bound pod not nominated has no nomination to end
+            self._track_nomination(pi, change, pending=not bound)
         if key in self._victim_of and pod.metadata.deletionTimestamp is not None:
             self._evicting.get(self._victim_of[key], {}).pop(key, None)  # its eviction has landed
         if bound:
@@ -482,7 +484,10 @@ class Scheduler:
             self._priorities_running[priority] += 1
             if group is not None:
                 self._group_of_running[key] = group
-                self._running_in_groups.setdefault(group, set()).add(key)
+                running = self._running_in_groups.get(group)  # no empty set made for every pod
+                if running is None:
+                    running = self._running_in_groups[group] = set()
+                running.add(key)
             else:
                 self._running_lone.setdefault(priority, set()).add(key)
         return old is not None

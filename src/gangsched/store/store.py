@@ -332,14 +332,15 @@ class Store:
             self.delete("ResourceClaim", key)
         for u in decision.unreservations:
             self._unreserve_claim(u)
+        pods, scheduled = self._objects.get("Pod", _NONE), Condition("PodScheduled", "True", "", "")
         for b in decision.bindings:
-            pod = self.get("Pod", b.pod)
+            pod = pods.get(b.pod)
             if pod is None:
                 continue
             pod.spec.nodeName = b.node
             if pod.status is not None:
                 pod.status.nominatedNodeName = None
-            self._set_pod_condition(pod, Condition("PodScheduled", "True", "", ""))
+            self._set_pod_condition(pod, scheduled)
             self._emit(Change("bind", "Pod", b.pod, pod))
         for n in decision.nominations:
             pod = self.get("Pod", n.pod)
