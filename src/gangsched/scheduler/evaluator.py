@@ -202,6 +202,8 @@ class _Class:
     # that NodeResourcesFit and BalancedAllocation read): nodes of one kind at one usage get the same value,
     # and the pods of a template fill nodes in the same few steps, so most refreshes find it here.
     by_column: dict[tuple[int, ...], int] = field(default_factory=dict)
+    # The best of `masked` per domain of a topology key (find_node's `domain`), by key.
+    domain_bests: dict[str, DomainBests] = field(default_factory=dict)
 
     # `static_ok` and `masked` as memoryviews over the same memory, for the scalar refresh of a few
     # columns: indexing one gives or takes a Python bool or int, where indexing the array makes a numpy
@@ -292,7 +294,6 @@ class Evaluator:
         self._classes: dict[Hashable, _Class] = {}
         self._rooms: dict[Hashable, _Room] = {}  # room_for's counts per class, kept current like classes
         self._domain_sums: dict[tuple[Hashable, str], DomainSums] = {}
-        self._domain_bests: dict[tuple[Hashable, str], DomainBests] = {}  # by (class, topology key)
         self._labelled: dict[str, BoolArray] = {}
         self.root_placements: dict[str, list[Any]] = {}  # topology key -> placements over all nodes
         self._last_mask: BoolArray | None = None
@@ -759,9 +760,9 @@ class Evaluator:
         """The best of the class's (current) `masked` over the nodes of `domain` (key, label code) and the
         nodes that have it, in node order, kept per class and key."""
         key, code = domain
-        bests = self._domain_bests.get((c.key, key))
+        bests = c.domain_bests.get(key)  # on the class: no hash of its signature for every pod
         if bests is None or bests.row is not c.masked:
-            bests = self._domain_bests[(c.key, key)] = DomainBests(self.snap, key, c.masked)
+            bests = c.domain_bests[key] = DomainBests(self.snap, key, c.masked)
         return bests.best(code)
 
     def _pods_scores_skip(self, layer: _PodsLayer) -> bool:

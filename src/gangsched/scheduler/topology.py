@@ -389,7 +389,11 @@ def place_with_topology(
     # The per-domain capacity sums know nothing of nominated pods, of what the pods-stage plugins read
     # (ports, spread, pod affinity, also among the members), nor of volumes and devices (the claims stage:
     # a placement without the members' devices or PVs is infeasible): then every placement runs the cycle.
-    one_class = len({pi.signature for pi in attempt.pods}) == 1
+    # pods of one template share one signature: compared, not hashed (none pending: no class at all)
+    signature = attempt.pods[0].signature if attempt.pods else None
+    one_class = bool(attempt.pods) and all(
+        pi.signature is signature or pi.signature == signature for pi in attempt.pods
+    )
     if (
         one_class
         and not snap.nominated
