@@ -421,3 +421,29 @@ def test_apiserver_restart_keeps_objects_address_and_credentials(
     assert control_plane.server == server
     assert control_plane.apiserver is not None and control_plane.apiserver.pid != pid
     assert kube_client.get(PodGroup, "g", namespace=namespace).spec.schedulingPolicy.gang.minCount == 2
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [{"spec": None}, {}, {"spec": {}}, {"spec": {"drivers": None}}],
+    ids=["null", "absent", "empty", "nil-drivers"],
+)
+def test_a_csinode_without_drivers_is_accepted_as_validate_says(
+    control_plane: LocalControlPlane, spec: dict[str, Any], tmp_path: Path
+) -> None:
+    """CSINode's spec is a Go struct and its drivers a slice that validateCSINodeDrivers only walks
+    (pkg/apis/storage/validation): the API server stores a CSINode without them, and `gangsched validate`
+    accepts it too."""
+    doc = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "CSINode",
+        "metadata": {"name": f"csinode-{tmp_path.name[-8:]}"},
+    }
+    doc.update(spec)
+    code, stored = control_plane.request("POST", "/apis/storage.k8s.io/v1/csinodes", doc)
+    assert code == 201, stored
+    assert not stored["spec"].get("drivers")
+    manifest = tmp_path / "csinode.yaml"
+    manifest.write_text(yaml.safe_dump(doc))
+    done = CliRunner().invoke(main, ["validate", "-f", str(manifest)])
+    assert done.exit_code == 0, done.output

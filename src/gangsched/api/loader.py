@@ -158,12 +158,18 @@ _GO_STRUCT_FIELDS: dict[str, tuple[str, ...]] = {
     "ResourceClaimTemplate": ("spec", "spec"),
     "PersistentVolume": ("spec",),
     "PersistentVolumeClaim": ("spec",),
+    "CSINode": ("spec",),
 }
+# Lists the lightkube models require that are Go slices upstream, nil when absent, which validation only
+# walks (validateCSINodeDrivers): the struct that holds one (in _GO_STRUCT_FIELDS) and the field, given []
+# when absent or null. The API server stores a CSINode without drivers.
+_GO_NIL_SLICES: dict[str, str] = {"CSINode": "drivers"}
 
 
-def _with_empty_structs(doc: dict[str, Any], path: tuple[str, ...]) -> dict[str, Any]:
-    """`doc` with each absent (or null) field along `path` an empty mapping; copies what it changes. A
-    field of another type is left as it is, for decoding to report."""
+def _with_empty_structs(doc: dict[str, Any], path: tuple[str, ...], nil_slice: str | None) -> dict[str, Any]:
+    """`doc` with each absent (or null) field along `path` an empty mapping, and `nil_slice` in the last
+    one an empty list when absent or null; copies what it changes. A field of another type is left as it
+    is, for decoding to report."""
     top = dict(doc)
     cur = top
     for key in path:
@@ -171,9 +177,11 @@ def _with_empty_structs(doc: dict[str, Any], path: tuple[str, ...]) -> dict[str,
         if child is None:
             child = {}
         elif not isinstance(child, dict):
-            break
+            return top
         cur[key] = child = dict(child)
         cur = child
+    if nil_slice is not None and cur.get(nil_slice) is None:
+        cur[nil_slice] = []
     return top
 
 
@@ -196,7 +204,7 @@ def decode(doc: Any, file: str, order: int) -> Loaded | Problem:
         return Problem(file, kind, ns, name, not_supported("apiVersion", api_version, [info.api_version]))
     struct_path = _GO_STRUCT_FIELDS.get(kind)
     if struct_path is not None:
-        doc = _with_empty_structs(doc, struct_path)
+        doc = _with_empty_structs(doc, struct_path, _GO_NIL_SLICES.get(kind))
     try:
         obj = info.model.from_dict(doc)
     except msgspec.ValidationError as e:
