@@ -304,8 +304,6 @@ class Evaluator:
         self._claims_on = any(f.stage == CLAIMS for f in self.filters)
         self._dra_scored = any(s.name == DRA_NAME for s in self.scores)
         self._claims_verdict: tuple[PodKey, dict[str, Rejections]] | None = None
-        self._free_state: tuple[int, int, int] = (-1, -1, -1)  # `_free_on`'s columns hold for this state
-        self._free_cols: dict[int, list[int]] = {}
         self._failure_memo: tuple[Hashable, FitFailure] | None = None  # the last `_failure` (its key, result)
 
     def _dynamic(self, c: _Class, cols: npt.NDArray[np.intp] | slice | set[int]) -> None:
@@ -524,9 +522,9 @@ class Evaluator:
         if room is None or room.generation != snap.generation or len(changed) > room.synced + _ROOM_LOG:
             room = self._rooms[c.key] = self._room_everywhere(c)
         elif room.synced < len(changed):
-            per_node, array = room.per_node, room.array
+            per_node, array, room_on = room.per_node, room.array, self._room_on
             for col in set(changed[room.synced :]):
-                count = self._room_on(c, col)
+                count = room_on(c, col)
                 room.total += count - per_node[col]
                 per_node[col] = array[col] = count
             room.synced = len(changed)
@@ -545,30 +543,9 @@ class Evaluator:
         return _Room(per_node, array, sum(per_node), len(snap.changed), snap.generation)
 
     def _room_on(self, c: _Class, col: int) -> int:
-        """`_room_everywhere` on one node, in scalar code (the same integers)."""
-        if not c.static_ok[col]:
-            return 0
-        free = self._free_on(col)
-        room = None
-        for row, v in c.vec.rows:  # a loop, not min() over a generator: every release asks it per class
-            fits = free[row] // v
-            if room is None or fits < room:
-                room = fits
-        return max(room, 0) if room is not None else 0
-
-    def _free_on(self, col: int) -> list[int]:
-        """Node `col`'s free amount per resource row. A release refreshes every waiting class on the same
-        few nodes, so the column is read once per state of the snapshot: any change to `used` lengthens the
-        change log (or starts a new generation), a new resource adds a row."""
-        snap = self.snap
-        state = (snap.generation, len(snap.changed), len(snap.resources))
-        if self._free_state != state:
-            self._free_state = state
-            self._free_cols = {}
-        free = self._free_cols.get(col)
-        if free is None:
-            free = self._free_cols[col] = (snap.alloc[:, col] - snap.used[:, col]).tolist()
-        return free
+        """`_room_everywhere` on one node, in scalar code (the same integers: `Snapshot.holds` reads the
+        node's free amounts through memoryviews, where a numpy column costs several times more)."""
+        return self.snap.holds(col, c.vec) if c.static_cells[col] else 0
 
     def vector(self, pi: PodInfo) -> PodVector:
         """What `pi` takes from a node. Never builds its class: a bound pod's spec names its node, and a

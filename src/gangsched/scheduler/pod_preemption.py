@@ -85,11 +85,7 @@ def _beyond_allocatable(snap: Snapshot, vec: PodVector) -> BoolArray:
     """Nodes where the pod asks for more of a resource than the node's allocatable: NodeResourcesFit's
     rejection there is UnschedulableAndUnresolvable (fit.go fitsRequest, InsufficientResource.Unresolvable),
     so no eviction can help. Not the pod count: `Too many pods` is always Unschedulable."""
-    beyond = np.zeros(len(snap), dtype=bool)
-    for row, v in vec.rows:
-        if row != PODS:
-            beyond |= snap.alloc[row] < v
-    return beyond
+    return snap.allocatable_below(tuple((row, v) for row, v in vec.rows if row != PODS))
 
 
 def _victims_on_node(

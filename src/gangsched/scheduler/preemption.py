@@ -209,6 +209,8 @@ def lower_priority_units(view: PreemptionView, priority: int) -> list[VictimUnit
     """Every preemption unit with priority strictly below `priority`."""
     placed = view.ev.snap.placed
     keys = placed if view.victim_keys is None else view.victim_keys(placed, priority)
+    if not keys:  # nothing runs below `priority`, as is usual when every pod has one priority
+        return []
     return collect_units(keys, view.pods, view.objects, below=priority)
 
 

@@ -155,6 +155,7 @@ class Snapshot:
         self._held: dict[int, Int64Array] = {}  # priority -> requests nominated at that priority, per node
         self._held_pods: dict[int, int] = {}  # priority -> how many pods are nominated at that priority
         self._held_for: dict[int, tuple[npt.NDArray[np.intp], Int64Array]] = {}  # cache of held_for
+        self._below: dict[tuple[tuple[int, int], ...], BoolArray] = {}  # cache of allocatable_below
 
     # --- versions ----------------------------------------------------------------------------------------
     def _new_version(self) -> int:
@@ -185,6 +186,7 @@ class Snapshot:
                 self._row_views()
                 self._held = {p: np.vstack([a, zeros]) for p, a in self._held.items()}
                 self._held_for.clear()
+                self._below.clear()
                 if resource in self.dra_resources:
                     self._serve_by_dra(row)
                 self._new_version()
@@ -502,6 +504,19 @@ class Snapshot:
         in the same state share. Read through C (itemgetter over the rows' memoryviews): a comprehension per
         array cost a frame each, and a pod's cycle reads the node the previous pod went to."""
         return (*map(itemgetter(col), self._state_rows),)
+
+    def allocatable_below(self, rows: tuple[tuple[int, int], ...]) -> BoolArray:
+        """Nodes whose allocatable of some row in `rows` ((row, amount) pairs) is below the amount: a
+        function of `alloc` alone, which changes only as nodes come and go (a new snapshot) or a resource row
+        is added (the cache is emptied then), so it is kept per `rows` (read-only)."""
+        below = self._below.get(rows)
+        if below is None:
+            below = np.zeros(len(self), dtype=bool)
+            for row, v in rows:
+                below |= self.alloc[row] < v
+            below.flags.writeable = False
+            self._below[rows] = below
+        return below
 
     def column(self, col: int) -> tuple[list[int], list[int], list[int]]:
         """`state` as (allocatable, used, non-zero used) lists."""

@@ -147,8 +147,9 @@ class Simulation:
 
     # --- the loop -------------------------------------------------------------------------------------------
     def run(self) -> Simulation:
-        for job in self.workload.jobs:
-            self.timeline.at(job.submit, partial(self._submit, job), priority=1)
+        self.timeline.at_each(
+            ((job.submit, partial(self._submit, job)) for job in self.workload.jobs), priority=1
+        )
         self.injector.schedule()
         limit = math.inf if self.options.until is None else self.options.until
         steps = 0
