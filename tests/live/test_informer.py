@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import urllib.request
 
 import pytest
@@ -80,3 +81,41 @@ def test_watch_from_a_compacted_version_lists_again(
     assert relists == 1
     assert names == {"keep", "new"}
     assert {pg.metadata.name for pg in kube_client.list(PodGroup, namespace=namespace)} == names
+
+
+def test_csinodes_the_kubelet_makes_sync(control_plane: LocalControlPlane) -> None:
+    """The kubelet makes a CSINode for every node, with `drivers: []` when no CSI driver runs there; the API
+    server serves it as `"drivers": null` (a Go nil slice after storage), which lightkube's model refuses.
+    The informer must still list it, and see one created while it watches, with no drivers (before
+    2026-12-01 the list raised out of the informer and CSINode never synced)."""
+    suffix = secrets.token_hex(4)
+    names = [f"kubelet-made-{suffix}-{i}" for i in range(2)]
+
+    def create(name: str) -> None:
+        doc = {"apiVersion": "storage.k8s.io/v1", "kind": "CSINode", "metadata": {"name": name},
+               "spec": {"drivers": []}}  # fmt: skip
+        code, stored = control_plane.request("POST", "/apis/storage.k8s.io/v1/csinodes", doc)
+        assert code == 201, stored
+        assert stored["spec"] == {"drivers": None}  # what makes this test: the server's answer
+
+    async def run() -> dict[str, object]:
+        api = KubeApi.from_kubeconfig(str(control_plane.kubeconfig))
+        cache = LiveCache(Store())
+        informer = Informer(api, "CSINode", cache)
+        task = asyncio.create_task(informer.run())
+        try:
+            await asyncio.wait_for(informer.synced.wait(), 20)
+            create(names[1])
+            for _ in range(200):
+                seen = {n.metadata.name: n.spec.drivers for n in cache.store.list("CSINode")}
+                if names[1] in seen:
+                    return seen
+                await asyncio.sleep(0.1)
+            return seen
+        finally:
+            task.cancel()
+            await api.close()
+
+    create(names[0])
+    seen = asyncio.run(run())
+    assert seen.get(names[0]) == [] and seen.get(names[1]) == [], seen

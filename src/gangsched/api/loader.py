@@ -185,6 +185,17 @@ def _with_empty_structs(doc: dict[str, Any], path: tuple[str, ...], nil_slice: s
     return top
 
 
+def with_go_structs(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
+    """`doc` as the API server reads an object of `kind`: its Go-struct fields (_GO_STRUCT_FIELDS) an empty
+    mapping when absent or null, and its nil slice (_GO_NIL_SLICES) an empty list; `doc` itself for other
+    kinds. Files (`decode`) and objects served by the API server (live mode) both pass through it: the API
+    server serves a CSINode the kubelet made with no drivers as `"drivers": null`."""
+    struct_path = _GO_STRUCT_FIELDS.get(kind)
+    if struct_path is None:
+        return doc
+    return _with_empty_structs(doc, struct_path, _GO_NIL_SLICES.get(kind))
+
+
 def decode(doc: Any, file: str, order: int) -> Loaded | Problem:
     """Decode one document into its lightkube model, or say why it cannot be."""
     if not isinstance(doc, dict):
@@ -202,9 +213,7 @@ def decode(doc: Any, file: str, order: int) -> Loaded | Problem:
         if api_version is None:
             return Problem(file, kind, ns, name, required("apiVersion"))
         return Problem(file, kind, ns, name, not_supported("apiVersion", api_version, [info.api_version]))
-    struct_path = _GO_STRUCT_FIELDS.get(kind)
-    if struct_path is not None:
-        doc = _with_empty_structs(doc, struct_path, _GO_NIL_SLICES.get(kind))
+    doc = with_go_structs(kind, doc)
     try:
         obj = info.model.from_dict(doc)
     except msgspec.ValidationError as e:

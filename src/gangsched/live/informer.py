@@ -19,6 +19,7 @@ import logging
 from typing import Any, Protocol
 
 import httpx2 as httpx
+import msgspec
 
 from .kube import KubeApi, WatchGone
 
@@ -61,13 +62,14 @@ class Informer:
                 log.info("watch %s: 410 Gone, listing again", self.kind)
                 self.resource_version = None
                 self.relists += 1
-            except (httpx.TransportError, httpx.HTTPStatusError) as e:
+            except (httpx.TransportError, httpx.HTTPStatusError, msgspec.ValidationError) as e:
                 failures += 1
                 self.resumes += 1
                 delay = min(MAX_BACKOFF, 0.1 * 2**failures)
-                # An HTTP status says why (403: this account may not list or watch the kind); a transport
-                # error's class is enough.
-                why = str(e) if isinstance(e, httpx.HTTPStatusError) else type(e).__name__
+                # An HTTP status says why (403: this account may not list or watch the kind), and so does an
+                # object the kind's model refuses (which would otherwise end the loop, and the kind would
+                # never sync); a transport error's class is enough.
+                why = type(e).__name__ if isinstance(e, httpx.TransportError) else str(e)
                 log.warning("watch %s: %s; again in %.1fs", self.kind, why, delay)
                 await asyncio.sleep(delay)
 

@@ -43,6 +43,7 @@ from lightkube.resources import (
 )
 
 from ..api import pod_selectors
+from ..api.loader import with_go_structs
 
 __all__ = ["RESOURCES", "ApiStatus", "KubeApi", "Resource", "WatchGone", "cluster_config"]
 
@@ -168,6 +169,28 @@ def _from_file(path: str) -> KubeConfig:
         raise ValueError(f"{path}: not a kubeconfig: {e}".splitlines()[0]) from e
 
 
+def _decode_list(content: bytes, kind: str, model: Any) -> tuple[str | None, str | None, list[Any]]:
+    """A list response's continue token, resourceVersion and objects, decoded by lightkube; if its model
+    refuses an object, decoded again as a file's objects are (`with_go_structs`: the API server serves a
+    Go nil slice the model requires as null, as it serves every CSINode the kubelet makes for a node
+    without CSI drivers)."""
+    try:
+        return decoders.decode_list(content, model)
+    except msgspec.ValidationError:
+        raw = msgspec.json.decode(content)
+        meta = raw.get("metadata") or {}
+        items = [model.from_dict(with_go_structs(kind, item)) for item in raw.get("items") or []]
+        return meta.get("continue") or None, meta.get("resourceVersion"), items
+
+
+def _decode_object(data: bytes, kind: str, model: Any) -> Any:
+    """One watched object, decoded as `_decode_list` decodes a list's."""
+    try:
+        return decoders.decode_object(data, model)
+    except msgspec.ValidationError:
+        return model.from_dict(with_go_structs(kind, msgspec.json.decode(data)))
+
+
 class WatchGone(Exception):
     """The watch's resourceVersion is too old (410 Gone): the informer must list again."""
 
@@ -234,7 +257,7 @@ class KubeApi:
             if resp.status_code != 200:
                 raise httpx.HTTPStatusError(f"list {kind}: {resp.status_code}", request=resp.request,
                                             response=resp)  # fmt: skip
-            cont, rv, chunk = decoders.decode_list(resp.content, res.model)
+            cont, rv, chunk = _decode_list(resp.content, kind, res.model)
             items.extend(chunk)
             if not cont:
                 return items, str(rv or "")
@@ -275,7 +298,7 @@ class KubeApi:
                         msgspec.json.decode(event.object, type=_Bookmark).metadata.resourceVersion,
                     )
                 else:
-                    yield event.type, decoders.decode_object(event.object, res.model)
+                    yield event.type, _decode_object(event.object, kind, res.model)
 
     async def get(self, kind: str, namespace: str | None, name: str) -> ApiStatus:
         return await self._send("GET", RESOURCES[kind].path(namespace, name))
