@@ -48,7 +48,7 @@ from .plugins import (
 )
 from .podcounts import PodsView
 from .podinfo import PodInfo, PodKey
-from .snapshot import PodVector, Snapshot
+from .snapshot import PodVector, Snapshot, split_state
 
 if TYPE_CHECKING:  # built and imported by the scheduler once a pod uses claims (claims_plugins.py)
     from .claims_stage import ClaimsStage
@@ -350,8 +350,7 @@ class Evaluator:
     def _fit_and_score(self, state: tuple[int, ...], vec: PodVector) -> int:
         """NodeResourcesFit's verdict and the resource scores (weighted) of a node in `state`
         (Snapshot.state): -1 where the pod does not fit."""
-        rows = (len(state) - 2) // 2
-        alloc, used, nonzero_used = state[:rows], state[rows : 2 * rows], state[2 * rows :]
+        alloc, used, nonzero_used = split_state(state)
         if self._fit_enabled and not node_resources_fit.fits_one(alloc, used, vec):
             return -1
         most = self._resource_score is node_resources_fit.most_allocated

@@ -43,7 +43,7 @@ from msgspec import Struct
 from ..api.quantity import QuantityError, milli
 from .podtraits import PodTraits
 
-__all__ = ["BASE_RESOURCES", "DRA_SERVED", "PodVector", "Snapshot", "Taint"]
+__all__ = ["BASE_RESOURCES", "DRA_SERVED", "PodVector", "Snapshot", "Taint", "split_state"]
 
 BASE_RESOURCES = ("cpu", "memory", "pods", "ephemeral-storage")
 CPU, MEMORY, PODS = 0, 1, 2
@@ -64,6 +64,13 @@ _HOSTNAME = "kubernetes.io/hostname"
 
 Int64Array = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
+
+
+def split_state(state: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """A node's `Snapshot.state` as (allocatable, used, non-zero used cpu and memory): one row each per
+    resource, then the two non-zero rows."""
+    rows = (len(state) - 2) // 2
+    return state[:rows], state[rows : 2 * rows], state[2 * rows :]
 
 
 class Taint(Struct, frozen=True):
@@ -518,10 +525,9 @@ class Snapshot:
             self._below[rows] = below
         return below
 
-    def column(self, col: int) -> tuple[list[int], list[int], list[int]]:
-        """`state` as (allocatable, used, non-zero used) lists."""
-        state, rows = self.state(col), len(self._alloc_rows)
-        return list(state[:rows]), list(state[rows : 2 * rows]), list(state[2 * rows :])
+    def column(self, col: int) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """`state` split (`split_state`)."""
+        return split_state(self.state(col))
 
     def holds(self, col: int, vec: PodVector) -> int:
         """How many more pods taking `vec` node `col`'s free amounts hold (0 when over-committed), in scalar
