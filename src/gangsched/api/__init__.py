@@ -1,5 +1,6 @@
 """Kubernetes objects in and out: loading, defaulting, validation, feature gates, quantities."""
 
+from . import _pyyaml  # noqa: F401  (first: PyYAML imported before the modules below import it)
 from .errors import FieldError, Problem
 from .gates import FeatureGates
 from .loader import Loaded, LoadResult, load_documents, load_paths
