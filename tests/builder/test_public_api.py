@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
 import gangsched.builder as builder
 
 PUBLIC = {
@@ -34,3 +41,35 @@ def test_docstring_examples_run() -> None:
     for module in (names, options):
         failures, tried = doctest.testmod(module)
         assert (failures, tried > 0) == (0, True), module.__name__
+
+
+def test_every_public_name_has_its_module() -> None:
+    """The package imports its modules lazily (PEP 562): each public name is found where it is defined."""
+    assert set(builder._MODULE_OF) == PUBLIC
+    for name, module in builder._MODULE_OF.items():
+        assert getattr(builder, name) is getattr(importlib.import_module(f"gangsched.builder.{module}"), name)
+
+
+_EXAMPLES = Path(__file__).parent.parent.parent / "examples"
+_BUILDERS = ("gangsched.builder.job", "gangsched.builder.jobset", "gangsched.builder.workloadbuilder")
+
+
+@pytest.mark.parametrize(
+    ("example", "imported"),
+    [
+        ("eight-gpu", []),
+        ("jobs/gang-job.yaml", ["gangsched.builder.job", "gangsched.builder.workloadbuilder"]),
+    ],
+    ids=["no-jobs", "a-job"],
+)
+def test_schedule_imports_the_job_builders_only_for_jobs(example: str, imported: list[str]) -> None:
+    """`gangsched schedule` reaches the loader through this package; the Job and JobSet builders come in
+    only with an input that holds a Job or JobSet (in a fresh interpreter: this one imported them)."""
+    code = (
+        "import sys; from click.testing import CliRunner; import gangsched.cli; "
+        f"result = CliRunner().invoke(gangsched.cli.main, ['schedule', '-f', {str(_EXAMPLES / example)!r}, "
+        "'-o', 'json']); assert result.exit_code == 0, result.output; "
+        f"print(' '.join(m for m in {_BUILDERS!r} if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == imported

@@ -19,8 +19,6 @@ from ..api.gates import FeatureGates
 from ..api.jobset import JobSet
 from ..api.kinds import kind_info
 from ._objects import metadata_of
-from .job import build_job
-from .jobset import build_jobset
 from .names import object_uid
 
 __all__ = ["expand_jobs"]
@@ -70,9 +68,13 @@ def expand_jobs(
     source: dict[int, Any] = {}  # id of a created object -> the Job or JobSet it came from
     for obj in objects:
         if isinstance(obj, batch_v1.Job) and obj.spec is not None and _uid(obj, "Job") not in controlled:
+            from .job import build_job  # here: an input without Jobs never imports the builders (__init__.py)
+
             expansion: Any = build_job(obj, workload_with_job=with_job)
             kind = "Job"
         elif isinstance(obj, JobSet) and _uid(obj, "JobSet") not in controlled:
+            from .jobset import build_jobset
+
             expansion = build_jobset(obj, composite_pod_groups=with_composite)
             kind = "JobSet"
         else:
