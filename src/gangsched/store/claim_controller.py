@@ -22,7 +22,6 @@ from typing import Any
 from lightkube.models import core_v1, meta_v1, resource_v1, scheduling_v1beta1
 
 from ..api.owners import is_controlled_by
-from ..scheduler.claims import group_claim_of
 from ..scheduler.extended import CLAIM_FINALIZER
 from .ephemeral_controller import sync_ephemeral_volumes
 
@@ -102,6 +101,9 @@ def _sync_group(store: Any, pg: Any) -> None:
 
 def _group_claim(store: Any, pod: Any, pc: Any) -> str | None:
     """The PodGroup's claim name when `pc` equals a claim of the pod's PodGroup (resourceclaim.BindTo)."""
+    # here: the claims stage's modules (claims.py, devices.py) come in only with pods that use claims
+    from ..scheduler.claims import group_claim_of
+
     group = pod.spec.schedulingGroup
     pg = store.get("PodGroup", (pod.metadata.namespace or "", group.podGroupName)) if group else None
     shared = group_claim_of(pc, pg)

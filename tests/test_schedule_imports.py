@@ -1,0 +1,34 @@
+"""What `gangsched schedule` imports depends on what the input holds: the claims stage's modules (volumes'
+and devices' allocation, claims.py) come in only with pods that use claims, as the scheduler builds that
+stage only then. Each case runs in a fresh interpreter: this one has imported everything."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+CLAIMS_STAGE = (
+    "gangsched.scheduler.claims",
+    "gangsched.scheduler.devices",
+    "gangsched.scheduler.claims_stage",
+)
+
+
+@pytest.mark.parametrize(
+    ("example", "imported"),
+    [("eight-gpu", []), ("valid/61-devices.yaml", list(CLAIMS_STAGE))],
+    ids=["no-claims", "device-claims"],
+)
+def test_schedule_imports_the_claims_stage_only_for_claims(example: str, imported: list[str]) -> None:
+    code = (
+        "import sys; from click.testing import CliRunner; import gangsched.cli; "
+        f"result = CliRunner().invoke(gangsched.cli.main, ['schedule', '-f', {str(EXAMPLES / example)!r}, "
+        "'-o', 'json']); assert result.exit_code == 0, result.output; "
+        f"print(' '.join(m for m in {CLAIMS_STAGE!r} if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == imported
