@@ -217,8 +217,16 @@ class Scheduler:
             for obj in store.list(kind):
                 self._on_change(Change("add", kind, (obj.metadata.namespace or "", obj.metadata.name), obj))
         deferred, self._admit_after_replay = self._admit_after_replay, None
+        # The group's part of the gate is the same for every member, and letting one in changes nothing it
+        # reads (the store's groups, the members counted): asked once per group, as `_regate` does.
+        group_messages: dict[tuple[str, str], str | None] = {}
         for pi in deferred:
-            self._admit(pi)
+            group = pi.group
+            assert group is not None  # only group members are deferred
+            if group not in group_messages:
+                group_messages[group] = self._group_gate_message(group)
+            gated = pi.pod.spec.schedulingGates
+            self._enter(pi, SCHEDULING_GATES_MESSAGE if gated else group_messages[group])
         store.subscribe(self._on_change)
 
     # --- keeping in step with the store -------------------------------------------------------------------
