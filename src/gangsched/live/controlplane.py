@@ -177,6 +177,15 @@ def _run(args: Sequence[str], cwd: Path) -> None:
     subprocess.run(args, cwd=cwd, check=True, capture_output=True)
 
 
+def _own_child_context() -> ssl.SSLContext:
+    """For kube-scheduler's and kube-controller-manager's secure ports: each serves a self-signed certificate
+    it generated in memory, on loopback, and is our own child, so there is nothing to verify it against."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
 def _poll(url: str, *, context: ssl.SSLContext | None, token: str | None, expect: bytes) -> bool:
     req = urllib.request.Request(url)
     if token:
@@ -380,11 +389,7 @@ class LocalControlPlane:
         )
         self._schedulers.append(proc)
         proc.start()
-        # The scheduler serves a self-signed certificate it generated in memory: loopback, our own child.
-        insecure = ssl.create_default_context()
-        insecure.check_hostname = False
-        insecure.verify_mode = ssl.CERT_NONE
-        self._wait(proc, f"https://127.0.0.1:{port}/readyz", insecure, None, b"ok", timeout)
+        self._wait(proc, f"https://127.0.0.1:{port}/readyz", _own_child_context(), None, b"ok", timeout)
         return proc
 
     def start_controller_manager(
@@ -415,10 +420,7 @@ class LocalControlPlane:
         )
         self._schedulers.append(proc)  # stopped with the schedulers
         proc.start()
-        insecure = ssl.create_default_context()
-        insecure.check_hostname = False
-        insecure.verify_mode = ssl.CERT_NONE
-        self._wait(proc, f"https://127.0.0.1:{port}/healthz", insecure, None, b"ok", timeout)
+        self._wait(proc, f"https://127.0.0.1:{port}/healthz", _own_child_context(), None, b"ok", timeout)
         return proc
 
     def _wait(

@@ -92,11 +92,7 @@ def _sync_group(store: Any, pg: Any) -> None:
             continue  # the controller retries once the template exists
         name = _create(store, pg, "PodGroup", "scheduling.k8s.io/v1beta1", c.name, template)
         statuses.append(scheduling_v1beta1.PodGroupResourceClaimStatus(name=c.name, resourceClaimName=name))
-    if statuses:
-        if pg.status is None:
-            pg.status = scheduling_v1beta1.PodGroupStatus()
-        pg.status.resourceClaimStatuses = [*(pg.status.resourceClaimStatuses or []), *statuses]
-        store.add(pg)
+    _record(store, pg, statuses, scheduling_v1beta1.PodGroupStatus)
 
 
 def _group_claim(store: Any, pod: Any, pc: Any) -> str | None:
@@ -129,11 +125,18 @@ def _sync_pod(store: Any, pod: Any, workload_claims: bool) -> None:
                 continue
             name = _create(store, pod, "Pod", "v1", pc.name, template)
         statuses.append(core_v1.PodResourceClaimStatus(name=pc.name, resourceClaimName=name))
-    if statuses:
-        if pod.status is None:
-            pod.status = core_v1.PodStatus()
-        pod.status.resourceClaimStatuses = [*(pod.status.resourceClaimStatuses or []), *statuses]
-        store.add(pod)
+    _record(store, pod, statuses, core_v1.PodStatus)
+
+
+def _record(store: Any, owner: Any, statuses: list[Any], empty_status: Any) -> None:
+    """Append the claims just made to the owner's status.resourceClaimStatuses, as the controller's
+    status update does for a pod and for a PodGroup alike; nothing when none was made."""
+    if not statuses:
+        return
+    if owner.status is None:
+        owner.status = empty_status()
+    owner.status.resourceClaimStatuses = [*(owner.status.resourceClaimStatuses or []), *statuses]
+    store.add(owner)
 
 
 def sync_claims(store: Any, *, workload_claims: bool, objects: Iterable[Any] | None = None) -> None:
