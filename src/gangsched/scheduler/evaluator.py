@@ -193,6 +193,7 @@ class _Class:
     synced: int
     spec: Any
     refusal: str | None = None  # a PreFilter's rejection of the pod itself: no node is feasible
+    generation: int = -1  # the snapshot's log generation `synced` counts in (a cleared log: start over)
     # The best of `masked` and the nodes that have it, in node order (`_best`), kept in step with the
     # column-by-column refreshes; None: to be found again. An array of machine integers: 8 bytes a node,
     # as `masked` (a list of ints would take 36), with insertion and deletion in C.
@@ -362,8 +363,6 @@ class Evaluator:
         snap = self.snap
         if len(snap.changed) > _MAX_CHANGE_LOG or len(snap.pod_log) > _MAX_CHANGE_LOG:
             snap.clear_logs()
-            for c in self._classes.values():
-                c.synced = -1
         cached = self._classes.get(pi.signature)
         if cached is not None:
             c = cached
@@ -375,9 +374,10 @@ class Evaluator:
 
     def _sync(self, c: _Class) -> None:
         """Bring the class's fit and score in step with the snapshot's change log."""
-        changed = self.snap.changed
+        snap = self.snap
+        changed = snap.changed
         synced = c.synced
-        if synced < 0:
+        if synced < 0 or c.generation != snap.generation:
             self._dynamic(c, slice(None))
         elif synced == len(changed) - 1:  # the usual case: the node the previous pod went to
             self._refresh_column(c, changed[synced])
@@ -387,7 +387,7 @@ class Evaluator:
                 self._dynamic(c, set(pending))
             else:
                 self._dynamic(c, np.unique(np.asarray(pending, dtype=np.intp)))
-        c.synced = len(changed)
+        c.synced, c.generation = len(changed), snap.generation
 
     def _new_class(self, pi: PodInfo) -> _Class:
         snap, spec = self.snap, pi.pod.spec
