@@ -349,8 +349,18 @@ class Backfill:
                 running = self.running(now)
             looked.append(queued.key)
             estimate = self.estimate(queued.key)
+            # Depth 0 reads only the start (the ETA): the nodes it would take need not be found.
             r = self._starts.get(
-                self.scheduler, queued.key, place, estimate, running, held, now, settings, self._running
+                self.scheduler,
+                queued.key,
+                place,
+                estimate,
+                running,
+                held,
+                now,
+                settings,
+                self._running,
+                start_only=s.depth == 0,
             )
             if r is None:
                 continue

@@ -47,6 +47,7 @@ class _Found:
     log: tuple[int, int] | None  # (generation, length) of the RunningIndex log; None: not only running work
     # The root could fit by capacity at no time before this on what the plan saw (-INFINITE: not known).
     fits_from: float
+    start_only: bool  # found by a search that read the start alone (its nodes may not be named)
 
 
 def _moved_to(
@@ -170,12 +171,16 @@ class EarliestStarts:
         now: float,
         settings: PlanSettings,
         index: RunningIndex | None = None,
+        start_only: bool = False,
     ) -> Reservation | None:
         """`earliest_start` of the root, reused when it must be the same; `index` is the RunningIndex that
-        gave `running` (without it only unchanged answers are reused)."""
+        gave `running` (without it only unchanged answers are reused); `start_only` as earliest_start's (an
+        answer found so is reused only by a caller that reads the start alone too)."""
         snap = scheduler.snapshot()
         reads = _placer_reads(place)
         before = self._found.get(root)
+        if before is not None and before.start_only != start_only:
+            before = None  # found for a caller that reads other parts of the answer
         if before is not None and self._stands(before, snap, running, reads, estimate, held, now, settings):
             self.reused += 1
             found = before.found
@@ -202,6 +207,7 @@ class EarliestStarts:
                 after=after,
                 until=until,
                 unfit=unfit,
+                start_only=start_only,
             )
 
         changed = self._changed_until(
@@ -253,6 +259,7 @@ class EarliestStarts:
                 found,
                 log,
                 fits_from,
+                start_only,
             )
         else:
             self._found.pop(root, None)

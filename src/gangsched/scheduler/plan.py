@@ -539,6 +539,27 @@ def _counts_capacity(place: Placer) -> bool:
     return not place.tree and len({pi.signature for pi in place.pods}) == 1
 
 
+def _capacity_decides(scheduler: Scheduler, place: Placer) -> bool:
+    """Whether the root's trial placement succeeds at exactly the times `_could_fit` gives, so that a caller
+    that reads only the start (`earliest_start(..., start_only=True)`) needs no trial. So it is for pods of
+    one equivalence class (`_counts_capacity`) without a topology key, at least `needs` of them, none using
+    claims or read by a pods-stage plugin (`Evaluator.reads_other_pods`: no host port, spread, pod affinity,
+    and no placed pod carrying affinity terms), while no pod is nominated. Then each pod of the cycle
+    (cycle.run_group_cycle) fits exactly the nodes its class's static verdict admits (PreFilter refusals
+    included) and, with NodeResourcesFit on, whose free amount of every resource it asks is at least what it
+    asks; the trial's node mask leaves out the nodes reservations hold, as the capacity check does. A node
+    that takes k such pods takes k - 1 after one is placed, so the cycle places min(pods, the capacity
+    summed over nodes) of them whatever nodes its ties pick, and succeeds exactly when the capacity check
+    counts `needs` (without NodeResourcesFit it places every pod on any admitted node: it succeeds too).
+    The same conditions let topology.py's fast path judge a placement by its counts."""
+    if place.tree or place.topology_key is not None or len(place.pods) < place.needs:
+        return False
+    if not _counts_capacity(place):
+        return False
+    ev = scheduler.evaluator()
+    return not ev.snap.nominated and not any(pi.claims or ev.reads_other_pods(pi) for pi in place.pods)
+
+
 def _could_fit(
     scheduler: Scheduler,
     root: RootKey,
@@ -678,12 +699,16 @@ def earliest_start(
     after: float = -INFINITE,
     until: float = INFINITE,
     unfit: tuple[float, float] = (INFINITE, INFINITE),
+    start_only: bool = False,
 ) -> StartSearch:
     """The first time in [now, now + window] at which `place` fits the root around `reservations`, with the
     nodes it then takes (`StartSearch.found`); None if it fits at no such time (or only with work of unknown
     end gone). With `after` / `until`, only the candidate times in (after, until] are tried (EarliestStarts).
     `unfit` = [a, b): the caller knows that the root fits by capacity at no time in it (EarliestStarts), so
     those candidates are neither counted nor tried; `fits_from` is then the first of the others.
+    `start_only`: the caller reads the start alone (a plan of depth 0, which reserves nothing): where the
+    capacity check decides the trial (`_capacity_decides`), its first time is the start, no trial is made,
+    and the reservation found names no nodes and no blockers.
 
     Candidate times are now and the (rounded) expected ends of running work and of reservations. Ties are
     broken by `tie_breaker`, started afresh at each trial; the scheduler's own generator is neither read nor
@@ -713,6 +738,10 @@ def earliest_start(
         fits_from = INFINITE if first is None else first
     if first is None:
         return StartSearch(None, fits_from)
+    if start_only and _capacity_decides(scheduler, place):
+        ahead = tuple(r.root for r in reservations if r.holds(now, first + duration))
+        found = Reservation(root, first, first + duration, frozenset(), None, estimate, (), ahead)
+        return StartSearch(found, fits_from)
     undo: list[Callable[[], None]] = []
     gone: list[RunningWork] = []
     next_work = 0
