@@ -722,10 +722,17 @@ def earliest_start(
     releases = running.releases
     lo = int(np.searchsorted(releases, now, side="left"))
     hi = int(np.searchsorted(releases, min(horizon, until), side="right"))
-    times = np.unique(np.concatenate([releases[lo:hi], np.array([now, *ends], dtype=np.float64)]))
-    times = times[
-        (times >= now) & (times <= horizon) & (times < INFINITE) & (times > after) & (times <= until)
-    ]
+    # Sorted and without repeats, as np.unique would give them, without its cost (a fresh search made it on
+    # a few hundred releases at each plan): the releases are in order and not before `now`, so only the
+    # reservations' ends, when there are any, need a sort.
+    times = np.concatenate([np.array([now, *ends], dtype=np.float64), releases[lo:hi]])
+    if ends:
+        times.sort()
+    first_of_its_value = np.empty(len(times), dtype=bool)
+    first_of_its_value[0] = True
+    np.not_equal(times[1:], times[:-1], out=first_of_its_value[1:])
+    times = times[first_of_its_value]
+    times = times[(times >= now) & (times <= min(horizon, until)) & (times < INFINITE) & (times > after)]
     if unfit[0] < unfit[1]:
         times = times[(times < unfit[0]) | (times >= unfit[1])]
     # The last candidate is counted first only for a search bounded by `until` (see _could_fit).
