@@ -31,9 +31,11 @@ def pod(
     cpu: str = "1",
     node: str | None = None,
     priority: int | None = None,
+    memory: str | None = None,
 ) -> dict[str, Any]:
+    requests = {"cpu": cpu} if memory is None else {"cpu": cpu, "memory": memory}
     spec: dict[str, Any] = {
-        "containers": [{"name": "c", "image": "x", "resources": {"requests": {"cpu": cpu}}}],
+        "containers": [{"name": "c", "image": "x", "resources": {"requests": requests}}],
     }
     if group is not None:
         spec["schedulingGroup"] = {"podGroupName": group}

@@ -38,6 +38,7 @@ from .extended import dra_requests, resource_classes
 from .hierarchy import Hierarchy, topology_key
 from .hints import RoomNeed, RoomWaiters
 from .labelselector import Selector
+from .lone_failures import LoneFailures
 from .outcome import POD_SCHEDULED, bind, group_condition, pod_failed, record_tree
 from .plugins import BoolArray
 from .podinfo import PodInfo, PodKey, is_terminal, pod_info, uses_claims
@@ -180,6 +181,10 @@ class Scheduler:
         self._evicting: dict[RootKey, dict[PodKey, float]] = {}
         self._order = 0
         self.cycles = 0
+        # Failed lone-pod cycles kept while their inputs stand (lone_failures.py); `_objects_changed` counts
+        # the changes to objects other than pods, which it reads as part of that state.
+        self.lone_failures = LoneFailures()
+        self._objects_changed = 0
         self.pod_selectors = PodSelectors(store)  # PodTopologySpread's default constraints read them
         # Whether the store holds any object of SELECTING_KINDS: without one no pod has a default selector.
         # Kept current by `_on_selecting_change` (every add, update and delete of those kinds reaches it),
@@ -249,6 +254,7 @@ class Scheduler:
                 self._on_claims_change(change)
             self._on_pod(change)
             return
+        self._objects_changed += 1
         if change.kind == "PodGroup":
             # A group's entry reads its PodGroup and the CompositePodGroups above it, never another PodGroup:
             # only its own is dropped (the entries of the groups whose pods are added next are kept).
@@ -842,9 +848,7 @@ class Scheduler:
             allowed = self._backfill_nodes(root, now)
             if self._bound_fails(root, None, [pi], 0, now, allowed):
                 return Decision()
-            attempt = GroupAttempt(min_count=1, gang=False, scheduled=0, pods=[pi])
-            result = run_group_cycle(self._evaluator(), attempt, allowed)
-            return self._finish(root, None, [pi], result, now)
+            return self._lone_cycle(root, pi, allowed, now)
         pg = self.store.get("PodGroup", (ns, name))
         pending, bound = self._group_members((ns, name))
         if pg is None or not pending:
@@ -854,21 +858,52 @@ class Scheduler:
             pg, pending, bound, preemption_policy_gate=self.gates.pod_group_preemption_policy
         )
         if error:
-            return self._finish(root, pg, pending, GroupResult(ERROR, error), now)
+            return self._finish(root, pg, pending, GroupResult(ERROR, error), None, now)
         allowed = self._backfill_nodes(root, now)
         if self._bound_fails(root, pg, pending, len(bound), now, allowed):
             return Decision()
         gang, min_count = _min_count(pg)
         attempt = GroupAttempt(min_count=min_count, gang=gang, scheduled=len(bound), pods=pending)
         result = self._place_group(pg, attempt, bound, allowed)
-        return self._finish(
-            root,
-            pg,
-            pending,
-            result,
-            now,
-            rerun=lambda: self._place_group(pg, attempt, bound),
-            bound=len(bound),
+        rerun = lambda: self._place_group(pg, attempt, bound)  # noqa: E731
+        post = self._preempt(root, pg, pending, result, now, rerun, len(bound))
+        return self._finish(root, pg, pending, result, post, now, bound=len(bound))
+
+    def _lone_cycle(self, root: QueuedRoot, pi: PodInfo, allowed: BoolArray | None, now: float) -> Decision:
+        """A lone pod's cycle and PostFilter, or, when a pod of its class failed on the same state and
+        nothing else could change the answer, that failure again (lone_failures.py)."""
+        ev = self._evaluator()
+        key = state = None
+        if self._lone_failure_keepable(ev, pi, root):
+            state = (ev, ev.snap.version, self._objects_changed)
+            nodes = None if allowed is None else allowed.tobytes()
+            key = (pi.signature, pi.priority, pi.preemption_policy, nodes)
+            kept = self.lone_failures.get(state, key)
+            if kept is not None:
+                return self._finish(root, None, [pi], kept.result(pi.key), kept.post_type(), now)
+        attempt = GroupAttempt(min_count=1, gang=False, scheduled=0, pods=[pi])
+        result = run_group_cycle(ev, attempt, allowed)
+        post = self._preempt(root, None, [pi], result, now, None)
+        if (
+            state is not None
+            and post is not None
+            and not self.victim_keys(ev.snap.placed, pi.priority)  # PostFilter drew nothing, read no victim
+        ):
+            self.lone_failures.keep(state, key, result, post)
+        return self._finish(root, None, [pi], result, post, now)
+
+    def _lone_failure_keepable(self, ev: Evaluator, pi: PodInfo, root: QueuedRoot) -> bool:
+        """Whether a lone pod's failed cycle reads nothing beyond lone_failures.py's key and state: no
+        claims stage, no pod-reading plugin, no nomination anywhere (held room, the pod's own), no victim of
+        its own still terminating."""
+        status = pi.pod.status
+        return (
+            ev.claims is None
+            and not pi.claims
+            and not ev.snap.nominated
+            and not (status is not None and status.nominatedNodeName)
+            and not ev.reads_other_pods(pi)
+            and not self._victims_terminating(root.key)
         )
 
     def _group_members(self, group: tuple[str, str]) -> tuple[list[PodInfo], list[PodInfo]]:
@@ -993,11 +1028,12 @@ class Scheduler:
         pg: Any,
         pods: list[PodInfo],
         result: GroupResult,
+        post: PostFilterResult | None,
         now: float,
-        rerun: Callable[[], GroupResult] | None = None,
         bound: int = 0,
     ) -> Decision:
-        post = self._preempt(root, pg, pods, result, now, rerun, bound)
+        """The Decision of a PodGroup's or lone pod's cycle: `result` after PostFilter, whose answer is
+        `post` (None: PostFilter did not run, the cycle did not end Unschedulable)."""
         d = Decision()
         placed = bind(d, self._node_names(), result.placed, self._decided)
         waiting = post is not None and post.waiting
