@@ -196,6 +196,8 @@ def test_kept_placement_sums_score_as_the_cycle_would(
     if not options:
         return
     topology._fast(ev, attempt, RACK, options)  # sums kept from here on follow the pods placed below
+    if parent is None:  # and choose's answer over every rack, ranked here
+        topology._kept(ev, attempt, RACK)[1].winners()
     for i, (at, request) in enumerate(running):
         if at < len(nodes):
             pi = pod_info(pod(f"run-{i}", cpu=request, node_name=f"n{at}"), i)
@@ -203,11 +205,16 @@ def test_kept_placement_sums_score_as_the_cycle_would(
     kept_few, domains.FEW = domains.FEW, few
     try:
         fast = topology._fast(ev, attempt, RACK, options)
+        winners = topology._kept(ev, attempt, RACK)[1].winners() if parent is None else None
     finally:
         domains.FEW = kept_few
     full = topology._full(ev, attempt, options)[:3]
     for kept, cycled in zip(fast, full, strict=True):
         assert list(kept) == list(cycled)
+    if winners is not None:  # the kept answer: the feasible racks of the best total, by hand from the cycles
+        index, pods, most = full
+        totals = [p * 100 // max(pods) + m for p, m in zip(pods, most, strict=True)]
+        assert winners == [index[i] for i, total in enumerate(totals) if total == max(totals)]
     event(f"feasible placements: {min(len(fast[0]), 2)}{'+' if len(fast[0]) >= 2 else ''}")
     if (
         not running and parent is None
@@ -217,6 +224,57 @@ def test_kept_placement_sums_score_as_the_cycle_would(
         for r, node_cpu in zip(racks, cpus, strict=False):
             holds[r] = holds.get(r, 0) + min(4, milli[node_cpu] // milli[cpu])
         assert (len(fast[0]) > 0) == (max(holds.values()) >= (size if gang else 1))
+
+
+def _chosen_by_cycles(ev: evaluator.Evaluator, attempt: GroupAttempt, options: list[Any]) -> list[int]:
+    """The placements `choose` picks among, by hand from the cycle run in each placement: the feasible
+    ones of the best total (pods count normalised by the best, plus MostAllocated)."""
+    index, pods, most = topology._full(ev, attempt, options)[:3]
+    totals = [p * 100 // max(pods) + m for p, m in zip(pods, most, strict=True)]
+    return [index[i] for i, total in enumerate(totals) if total == max(totals)]
+
+
+# The best pods count falls (r1 holds 2 of the 3 members, no longer 3) while r2, which holds 1, is the
+# fuller: by the stale count (3) r2 would win, 33 + 52 against 66 + 13; by the right one r1, 100 + 13
+# against 50 + 52.
+@example(
+    racks=["r1", "r2"],
+    cpus=["16", "2", "1", "1", "1", "1", "1", "1"],
+    placed=[(1, "1", False), (0, "500m", False), (0, "500m", False)],
+    size=3,
+    gang=False,
+)
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    racks=st.lists(st.sampled_from(["r1", "r2", "r3"]), min_size=1, max_size=8),
+    cpus=st.lists(st.sampled_from(["1", "2", "3", "16"]), min_size=8, max_size=8),
+    placed=st.lists(st.tuples(st.integers(0, 7), st.sampled_from(["500m", "1"]), st.booleans()), max_size=12),
+    size=st.integers(1, 4),
+    gang=st.booleans(),
+)
+def test_kept_choice_follows_every_pod_placed_or_removed(
+    racks: list[str], cpus: list[str], placed: list[tuple[int, str, bool]], size: int, gang: bool
+) -> None:
+    """The best placements over every rack, kept from group to group (`_KeptScores.winners`), stay those
+    the cycles give while pods come and go one at a time: a rack filled rises above the best total,
+    racks drop out of the ties, the best pods count falls or rises, no rack stays feasible."""
+    nodes = [
+        node(f"n{i}", {RACK: r}, allocatable={"cpu": cpus[i], "memory": "8Gi", "pods": "4"})
+        for i, r in enumerate(racks)
+    ]
+    ev = evaluator.Evaluator(Snapshot(nodes), np.random.default_rng(0))
+    members = [pod_info(pod(f"m-{i}", cpu="1"), 100 + i) for i in range(size)]
+    attempt = GroupAttempt(min_count=size if gang else 1, gang=gang, scheduled=0, pods=members)
+    options = topology.placements(ev, RACK, None)
+    undos = []
+    for i, (at, request, remove) in enumerate([(0, "1", False), *placed]):
+        assert topology._kept(ev, attempt, RACK)[1].winners() == _chosen_by_cycles(ev, attempt, options)
+        if remove and undos:
+            undos.pop(0)()  # not the last placed: the change log goes on
+        elif at < len(nodes):
+            pi = pod_info(pod(f"run-{i}", cpu=request, node_name=f"n{at}"), i)
+            undos.append(ev.snap.place(pi.key, at, ev.vector(pi), pi.traits))
+    assert topology._kept(ev, attempt, RACK)[1].winners() == _chosen_by_cycles(ev, attempt, options)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

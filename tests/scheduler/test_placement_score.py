@@ -16,7 +16,7 @@ from gangsched.api.defaults import apply_defaults
 from gangsched.scheduler.evaluator import Evaluator
 from gangsched.scheduler.podinfo import pod_info
 from gangsched.scheduler.snapshot import Snapshot
-from gangsched.scheduler.topology import choose, most_allocated, several_domains
+from gangsched.scheduler.topology import _KeptScores, choose, most_allocated, several_domains
 
 
 def _node(name: str, cpu: str, memory: str) -> Any:
@@ -92,7 +92,7 @@ def _evaluator(seed: int) -> Evaluator:
 
 
 def test_a_single_best_placement_is_chosen_whatever_the_seed() -> None:
-    pods, most = np.array([4, 3, 4], dtype=np.int64), np.array([25, 100, 30], dtype=np.int64)
+    pods, most = [4, 3, 4], [25, 100, 30]
     # totals: 100 + 25, 75 + 100, 100 + 30: the second
     assert {choose(pods, most, _evaluator(seed)) for seed in range(20)} == {1}
 
@@ -100,13 +100,13 @@ def test_a_single_best_placement_is_chosen_whatever_the_seed() -> None:
 def test_placements_of_equal_score_are_chosen_at_random() -> None:
     """findBestPlacement keeps the placement with the larger random tie-breaker among equal totals: over
     many cycles every tied placement is chosen, and a placement with a lower total never is."""
-    pods, most = np.array([2, 2, 1, 2], dtype=np.int64), np.array([10, 10, 60, 10], dtype=np.int64)
+    pods, most = [2, 2, 1, 2], [10, 10, 60, 10]
     # totals: 110, 110, 50 + 60 = 110, 110: all tied
     assert {choose(pods, most, _evaluator(seed)) for seed in range(40)} == {0, 1, 2, 3}
-    pods, most = np.array([2, 2, 1], dtype=np.int64), np.array([10, 10, 59], dtype=np.int64)
+    pods, most = [2, 2, 1], [10, 10, 59]
     assert {choose(pods, most, _evaluator(seed)) for seed in range(40)} == {0, 1}
     # in integers: 3 of 3 -> 100 + 0; 2 of 3 -> 66 (not 66.7) + 34: tied
-    pods, most = np.array([3, 2], dtype=np.int64), np.array([0, 34], dtype=np.int64)
+    pods, most = [3, 2], [0, 34]
     assert {choose(pods, most, _evaluator(seed)) for seed in range(40)} == {0, 1}
 
 
@@ -117,3 +117,33 @@ def test_members_in_three_domains_name_two_of_them() -> None:
         "cannot determine domain for already scheduled pods: more than 1 domain found for pod group: a, b"
     )
     assert several_domains({"c", "b", "a"}) == message
+
+
+class _Sums:
+    """What `_KeptScores` reads of a DomainSums: per domain (column) the room of the group's class, the
+    allocatable cpu and memory and their requested amounts, and the columns changed since."""
+
+    def __init__(self, columns: list[tuple[int, int]]) -> None:  # (room, percent requested) per column
+        self.sums = np.array([[room, 100, 100, used, used] for room, used in columns], dtype=np.int64).T
+        self.rebuilds, self.touched = 1, []
+
+    def column_sums(self, column: int) -> list[int]:
+        return [int(v) for v in self.sums[:, column]]
+
+    def set(self, column: int, room: int, used: int) -> None:
+        self.sums[:, column] = [room, 100, 100, used, used]
+        self.touched.append(column)
+
+
+def test_the_kept_choice_follows_the_best_pods_count_down() -> None:
+    """A group of 3 pods (1 needed, no requests: MostAllocated is the domain's own usage). The best pods
+    count is 3 (a, empty: 100 + 0); b (room 1, full: 33 + 100) and c (room 2, 67%: 66 + 67) tie at 133.
+    When a's room falls to 2, the best count is 2: b has 50 + 100, c 100 + 67, and c alone is chosen."""
+    sums = _Sums([(3, 0), (1, 100), (2, 67)])
+    kept = _KeptScores(sums, (3, 0, 1, 0, 0))  # a stand-in for DomainSums
+    assert kept.winners() == [1, 2]
+    sums.set(0, 2, 0)
+    assert kept.winners() == [2]
+    # and back up: a holds all 3 again, b and c tie again
+    sums.set(0, 3, 0)
+    assert kept.winners() == [1, 2]

@@ -97,6 +97,11 @@ class DomainSums:
             self.synced = len(changed)
         return self.sums
 
+    def column_sums(self, column: int) -> list[int]:
+        """`sums[:, column]` as Python ints (read cell by cell: cheaper than a numpy slice and its tolist)."""
+        cells = self._cells
+        return [cells[row, column] for row in range(self.sums.shape[0])]
+
     def _refresh_few(self, cols: set[int]) -> None:
         per_node, node_column, one = self.per_node, self._node_column, self.values.one
         delta: dict[int, list[int]] = {}  # column -> change of its sums (a group's nodes share a domain)

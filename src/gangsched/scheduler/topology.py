@@ -18,7 +18,8 @@ among the best nodes kept for that domain (domains.DomainBests) rather than scan
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -101,7 +102,8 @@ def pin(
 
 
 Int64Array = npt.NDArray[np.int64]
-_max = np.maximum.reduce  # ndarray.max without its Python wrapper
+# (feasible placements' indexes among the options, their pods counts, their MostAllocated), as `choose` reads
+_Scored = tuple[list[int], list[int], list[int]]
 
 
 class Placement(Struct, eq=False):
@@ -166,14 +168,17 @@ def most_allocated(snap: Snapshot, nodes: BoolArray) -> int:
     return total // offered if offered else 0
 
 
-def choose(pods: Int64Array, most: Int64Array, ev: Evaluator) -> int:
-    """Index of the best placement: pods count normalised by the best, plus MostAllocated; ties at random.
-    Called once per group on a few dozen placements, where numpy's Python wrappers (ndarray.max,
-    np.flatnonzero) cost more than the work: the ufunc's reduction and `nonzero` are called directly."""
-    best_pods = int(_max(pods)) or 1
-    totals = pods * MAX_SCORE // best_pods + most
-    winners = (totals == _max(totals)).nonzero()[0]
-    return int(winners[0] if winners.size == 1 else winners[ev.rng.integers(winners.size)])
+def choose(pods: Sequence[int], most: Sequence[int], ev: Evaluator) -> int:
+    """Index of the best placement: pods count normalised by the best, plus MostAllocated; ties at random
+    among the tied placements in order. Called once per group on a few dozen placements: in plain Python,
+    as the dozen numpy calls it would take cost more than the work."""
+    best_pods = max(pods) or 1
+    totals = [p * MAX_SCORE // best_pods + m for p, m in zip(pods, most, strict=True)]
+    top = max(totals)
+    if totals.count(top) == 1:
+        return totals.index(top)
+    winners = [i for i, total in enumerate(totals) if total == top]
+    return winners[int(ev.rng.integers(len(winners)))]
 
 
 class _ClassRoom:
@@ -238,80 +243,154 @@ def _score_one(sums: list[int], want: tuple[int, int, int, int, int]) -> tuple[i
 
 class _KeptScores:
     """`_scores` of every column of a DomainSums of `_ClassRoom`, for one `want`: refreshed only on the
-    columns whose sums changed since (usually the one domain the previous group went to)."""
+    columns whose sums changed since (usually the one domain the previous group went to), as lists of
+    Python ints.
+
+    Also `choose`'s answer over every column (`winners`), kept the same way: the best pods count among the
+    feasible columns (`_norm`), the best total and the columns that have it, in order. A refreshed column
+    moves them in scalar code (the domain a group fills rises above the best total, or drops out of the
+    ties) instead of a pass over every column; they are ranked again only when the best pods count may
+    move or no tie is left."""
 
     def __init__(self, kept: DomainSums, want: tuple[int, int, int, int, int]) -> None:
         self.kept, self.want = kept, want
         self.rebuilds = -1
         self.synced = 0
-        self.pods: Int64Array = np.zeros(0, dtype=np.int64)
-        self.most: Int64Array = np.zeros(0, dtype=np.int64)
+        self.pods: list[int] = []
+        self.most: list[int] = []
+        self._norm = 0
+        self._top = -1
+        self._winners: list[int] = []
+        self._ranked = False
 
-    def current(self) -> tuple[Int64Array, Int64Array]:
+    def current(self) -> tuple[list[int], list[int]]:
         kept = self.kept
         if self.rebuilds != kept.rebuilds:
-            self.pods, self.most = _scores(kept.sums, self.want)
+            all_pods, all_most = _scores(kept.sums, self.want)
+            self.pods, self.most = all_pods.tolist(), all_most.tolist()
             self.rebuilds, self.synced = kept.rebuilds, len(kept.touched)
+            self._ranked = False
         elif self.synced < len(kept.touched):
             touched = set(kept.touched[self.synced :])
             if len(touched) <= domains.FEW:
                 for column in touched:
-                    self.pods[column], self.most[column] = _score_one(
-                        kept.sums[:, column].tolist(), self.want
-                    )
+                    self._set(column, *_score_one(kept.column_sums(column), self.want))
             else:
                 columns = np.fromiter(touched, dtype=np.intp)
-                self.pods[columns], self.most[columns] = _scores(kept.sums[:, columns], self.want)
+                new_pods, new_most = _scores(kept.sums[:, columns], self.want)
+                for column, p, m in zip(columns.tolist(), new_pods.tolist(), new_most.tolist(), strict=True):
+                    self._set(column, p, m)
             self.synced = len(kept.touched)
         return self.pods, self.most
+
+    def winners(self) -> list[int]:
+        """The columns `choose` would pick among over every column, in order (empty: none is feasible)."""
+        self.current()
+        if not self._ranked:
+            self._rank()
+        return self._winners
+
+    def _set(self, column: int, pods: int, most: int) -> None:
+        before = self.pods[column]
+        self.pods[column], self.most[column] = pods, most
+        if not self._ranked:
+            return
+        norm = self._norm
+        if pods > norm or (before == norm and pods != norm):  # the normalisation may move
+            self._ranked = False
+            return
+        total = pods * MAX_SCORE // (norm if norm > 0 else 1) + most if pods >= 0 else -1
+        winners, top = self._winners, self._top
+        if total > top:
+            self._top, self._winners = total, [column]
+            return
+        i = bisect_left(winners, column)
+        present = i < len(winners) and winners[i] == column
+        if total == top and total >= 0 and not present:
+            winners.insert(i, column)
+        elif total < top and present:
+            del winners[i]
+            if not winners:  # the best total fell: find it again
+                self._ranked = False
+
+    def _rank(self) -> None:
+        pods, most = self.pods, self.most
+        norm = max(pods)  # infeasible columns count -1, below any feasible one
+        scale = norm if norm > 0 else 1
+        totals = [p * MAX_SCORE // scale + m if p >= 0 else -1 for p, m in zip(pods, most, strict=True)]
+        top = max(totals)
+        self._norm, self._top = norm, top
+        self._winners = [i for i, total in enumerate(totals) if total == top] if top >= 0 else []
+        self._ranked = True
 
 
 # Kept scores per DomainSums, for this many distinct groups' wants at most (then dropped and started over)
 _MAX_KEPT_SCORES = 8
 
 
-def _fast(ev: Evaluator, attempt: GroupAttempt, key: str, options: list[Placement]) -> tuple[Int64Array, ...]:
-    """(feasible option indexes, their pods counts, their MostAllocated) for a group of one class.
-
-    With no parent placement the per-domain sums, and the scores from them, are kept by the evaluator, in
-    the order of the placements over all nodes; inside a parent placement they are summed afresh over the
-    parent's nodes."""
-    snap = ev.snap
-    c = ev.equivalence_class(attempt.pods[0])
-    want = (
+def _want(attempt: GroupAttempt, c: Any) -> tuple[int, int, int, int, int]:
+    """What `_scores` reads of a group of one class `c` (the evaluator's equivalence class)."""
+    return (
         len(attempt.pods),
         attempt.scheduled,
         attempt.min_count if attempt.gang else 1,
         c.vec.nonzero_cpu,
         c.vec.nonzero_mem,
     )
+
+
+def _kept(ev: Evaluator, attempt: GroupAttempt, key: str) -> tuple[DomainSums, _KeptScores]:
+    """The evaluator's per-domain sums of `key` for the group's class (all nodes) and the scores kept from
+    them for the group's `want`, the sums brought in step with the snapshot."""
+    snap = ev.snap
+    c = ev.equivalence_class(attempt.pods[0])
+    kept = ev.domain_sums(("placements", c.key), key, lambda: _ClassRoom(snap, c))
+    kept.current()
+    want = _want(attempt, c)
+    kept_scores = kept.derived.get(want)
+    if kept_scores is None:
+        if len(kept.derived) >= _MAX_KEPT_SCORES:
+            kept.derived.clear()
+        kept_scores = kept.derived[want] = _KeptScores(kept, want)
+    return kept, kept_scores
+
+
+def _fast(ev: Evaluator, attempt: GroupAttempt, key: str, options: list[Placement]) -> _Scored:
+    """(feasible option indexes, their pods counts, their MostAllocated) for a group of one class.
+
+    With no parent placement the per-domain sums, and the scores from them, are kept by the evaluator, in
+    the order of the placements over all nodes; inside a parent placement they are summed afresh over the
+    parent's nodes."""
     if options[0].within is ev.labelled(key):  # every labelled node: the kept sums apply
-        kept = ev.domain_sums(("placements", c.key), key, lambda: _ClassRoom(snap, c))
-        kept.current()
-        kept_scores = kept.derived.get(want)
-        if kept_scores is None:
-            if len(kept.derived) >= _MAX_KEPT_SCORES:
-                kept.derived.clear()
-            kept_scores = kept.derived[want] = _KeptScores(kept, want)
+        kept, kept_scores = _kept(ev, attempt, key)
         pods, most = kept_scores.current()
         if options is not ev.root_placements.get(key):  # some of them (the members' domain)
-            columns = np.array([kept.column[p.code] for p in options], dtype=np.intp)
-            pods, most = pods[columns], most[columns]
+            columns = [kept.column[p.code] for p in options]
+            pods, most = [pods[i] for i in columns], [most[i] for i in columns]
     else:
+        snap = ev.snap
+        c = ev.equivalence_class(attempt.pods[0])
+        want = _want(attempt, c)
         perm, starts, _ = snap.domains(key)
         values = _ClassRoom(snap, c).many(np.arange(len(snap), dtype=np.intp)) * options[0].within
         # Exact int64 sums per label code (bincount would go through float64 and lose memory's low bits).
         option_codes = np.array([p.code for p in options], dtype=np.intp)
-        pods, most = _scores(np.add.reduceat(values[:, perm], starts, axis=1)[:, option_codes], want)
-    index = (pods >= 0).nonzero()[0]  # np.flatnonzero without its wrapper: the arrays are flat
-    return index, pods[index], most[index]
+        summed, scored = _scores(np.add.reduceat(values[:, perm], starts, axis=1)[:, option_codes], want)
+        pods, most = summed.tolist(), scored.tolist()
+    if min(pods) >= 0:  # the usual case: every placement is feasible (the kept lists are only read)
+        return list(range(len(pods))), pods, most
+    index = [i for i, p in enumerate(pods) if p >= 0]
+    return index, [pods[i] for i in index], [most[i] for i in index]
 
 
 def _full(
     ev: Evaluator, attempt: GroupAttempt, options: list[Placement]
-) -> tuple[Int64Array, Int64Array, Int64Array, GroupResult | None]:
+) -> tuple[list[int], list[int], list[int], GroupResult | None]:
     """Run the cycle in every placement (reverting each); also the first result, for the failure message."""
-    index, pods, most, first = [], [], [], None
+    index: list[int] = []
+    pods: list[int] = []
+    most: list[int] = []
+    first: GroupResult | None = None
     for i, p in enumerate(options):
         result = run_group_cycle(ev, attempt, p.nodes)
         first = first or result
@@ -320,12 +399,7 @@ def _full(
             pods.append(attempt.scheduled + len(result.placed))
             most.append(most_allocated(ev.snap, p.nodes))
             result.revert()
-    return (
-        np.array(index, dtype=np.int64),
-        np.array(pods, dtype=np.int64),
-        np.array(most, dtype=np.int64),
-        first,
-    )
+    return index, pods, most, first
 
 
 def placements_status(first_message: str, first_wrapped: bool, count: int) -> str:
@@ -399,16 +473,26 @@ def place_with_topology(
         and not snap.nominated
         and not any(pi.claims or ev.reads_other_pods(pi) for pi in attempt.pods)
     ):
+        if options is ev.root_placements.get(key) and not use_limit:
+            # every placement over all nodes, all scored: choose's answer is kept from group to group
+            winners = _kept(ev, attempt, key)[1].winners()
+            if winners:
+                pick = winners[0] if len(winners) == 1 else winners[int(ev.rng.integers(len(winners)))]
+                return _run_in(ev, attempt, options[pick])
         index, pods, most = _fast(ev, attempt, key, options)
     else:
         index, pods, most, first = _full(ev, attempt, options)
     if use_limit:
         keep = adaptive_placement_limit(len(options), len(snap))
         index, pods, most = index[:keep], pods[:keep], most[:keep]
-    if index.size == 0:
+    if not index:
         first = first or run_group_cycle(ev, attempt, options[0].nodes)  # failed: left nothing behind
         return first if first.none_placed else no_placement_fits(first, len(options))
-    best = options[int(index[choose(pods, most, ev)])]
+    return _run_in(ev, attempt, options[index[choose(pods, most, ev)]])
+
+
+def _run_in(ev: Evaluator, attempt: GroupAttempt, best: Placement) -> GroupResult:
+    """The real cycle in the chosen placement."""
     result = run_group_cycle(ev, attempt, best.nodes, best.domain)
     if result.code == Code.SUCCESS:
         result.domain = best.value

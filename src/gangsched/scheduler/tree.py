@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import numpy as np
 from msgspec import Struct, field
 
 from .cycle import (
@@ -203,9 +202,7 @@ def evaluate(
     if not feasible:
         assert first is not None  # options is not empty
         return _no_placement_fits(node, first, len(options))
-    pods = np.array([p for p, _ in scores], dtype=np.int64)
-    most = np.array([m for _, m in scores], dtype=np.int64)
-    _, best = feasible[choose(pods, most, ev)]
+    _, best = feasible[choose([p for p, _ in scores], [m for _, m in scores], ev)]
     undo = [ev.reserve(pi, n) for pi, n in best.placed]
 
     def revert() -> None:
