@@ -256,6 +256,31 @@ def test_fair_share_gives_the_reservation_to_the_namespace_with_the_smaller_domi
     assert {k: starts[k] for k in want} == want
 
 
+def test_dominant_shares_by_hand(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three nodes of 32 CPUs, 128Gi, 4 GPUs and 2 pod slots. team-a runs 4 + 2 GPUs and 2 CPUs: GPUs 6/12
+    = 0.5, CPUs 2/96, so its dominant share is 0.5, over its weight 2: 0.25. team-b runs 1 GPU and 1 CPU:
+    1/12. The pod count is no resource to share (team-b's 1 of 6 pod slots counts for nothing), nor is
+    memory, which no pod asks for. The same from the running work's sums and from the snapshot's placed
+    pods."""
+    nodes = [node(name) for name in ("n1", "n2", "n3")]
+    for n in nodes:
+        n["status"]["allocatable"]["pods"] = "2"
+    objects = [
+        *nodes,
+        pod("a1", 4, on="n1", namespace="team-a"),
+        pod("a2", 2, on="n2", namespace="team-a"),
+        pod("b1", 1, on="n3", namespace="team-b"),
+    ]
+    profile = Profile(backfill=BackfillSettings(depth=1, fair_share=(("team-a", 2.0),)))
+    _, scheduler = scheduler_for(objects, profile)
+    assert scheduler.backfill is not None
+    want = {"team-a": 0.25, "team-b": 1 / 12}
+    assert scheduler.backfill.dominant_shares() == want
+    assert scheduler.backfill.dominant_shares() == want  # kept, the usage unchanged
+    monkeypatch.setattr(type(scheduler.backfill._index()), "namespace_use", lambda self: None)
+    assert scheduler.backfill.dominant_shares() == want
+
+
 def test_the_room_bound_counts_only_the_room_no_reservation_holds(monkeypatch: pytest.MonkeyPatch) -> None:
     """Workload W under depth 1: G holds n1 + n2 from 300 to 800. When r1 ends at 100, n1's 4 GPUs are free
     room for S2 and S3 (2 GPUs each). S2 (100..150) may use n1 and binds; S3 (100..500) may use no node (both

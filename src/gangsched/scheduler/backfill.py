@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.typing as npt
 
 from ..store.change import Change
 from .backfill_settings import BackfillSettings
@@ -62,6 +61,8 @@ if TYPE_CHECKING:
     from .scheduler import Scheduler
 
 __all__ = ["Backfill", "BackfillSettings", "Slip"]
+
+_MASKS_KEPT = 64  # `allowed`'s node masks kept at most (each is one bool per node)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,9 +116,12 @@ class Backfill:
     _starts: EarliestStarts = field(default_factory=EarliestStarts)
     # The last `dominant_shares`, with the snapshot and the running work's usage count it was read from.
     _shares: tuple[Any, tuple[int, int], dict[str, float]] | None = None
-    # `allowed`'s masks by the node count and the reservations that hold (their ids; the reservations kept
-    # beside the mask, so that an id is never that of a reservation gone), emptied at each plan.
-    _masks: dict[tuple[int, ...], tuple[tuple[Reservation, ...], BoolArray]] = field(default_factory=dict)
+    # `_offered`'s rows and totals, with the allocatable array they were read from.
+    _offered_from: tuple[Any, int, list[tuple[int, float]]] | None = None
+    # `allowed`'s masks by the node count and the nodes of the reservations that hold: a mask is a function
+    # of these alone, so it is kept across plans (a fair-share plan, made at most every `interval` after any
+    # start or end, mostly keeps the same nodes reserved); emptied when it grows past _MASKS_KEPT.
+    _masks: dict[tuple[Any, ...], BoolArray] = field(default_factory=dict)
     # `room_check`'s reservations in its way, by start, and the node masks outside the first n of them (but
     # a root's own), by the reservations not ended (their ids, the reservations kept beside), until the next
     # plan: every release asks, and between plans the same reservations stand.
@@ -281,34 +285,49 @@ class Backfill:
         hold, over every resource the nodes offer except the pod count, divided by its weight."""
         snap = self.scheduler.snapshot()
         weights = dict(self.settings.fair_share or ())
-        total = snap.alloc.sum(axis=1)
+        n_rows, offered = self._offered(snap)
         # The running work's index holds these sums when every placed pod is running work (a replay);
         # else (pods assumed but not bound yet, pods of no known root) they are counted here. The shares
         # from the index's sums are kept until they or the snapshot change.
         index = self._index()
         kept = index.namespace_use()
-        used: dict[str, npt.NDArray[np.int64]] = {}
-        from_index = kept is not None and all(len(u) >= len(total) for u in kept.values())
+        used: dict[str, list[int]] = {}
+        from_index = kept is not None and all(len(u) >= n_rows for u in kept.values())
         if from_index and kept is not None:
             last = self._shares
-            if last is not None and last[0] is snap and last[1] == (index.usage_changes, len(total)):
+            if last is not None and last[0] is snap and last[1] == (index.usage_changes, n_rows):
                 return last[2]
-            used = {ns: u[: len(total)] for ns, u in kept.items()}
+            used = {ns: u[:n_rows].tolist() for ns, u in kept.items()}
         else:
             for (ns, _), (_, vec) in snap.placed.items():
-                row_use = used.setdefault(ns, np.zeros(len(total), dtype=np.int64))
+                row_use = used.setdefault(ns, [0] * n_rows)
                 for row, v in vec.rows:
-                    if row < len(total):
+                    if row < n_rows:
                         row_use[row] += v
-        served = snap.dra_rows()  # devices, not allocatable: no capacity to share out
-        offered = [row for row in range(len(total)) if total[row] > 0 and row != PODS and row not in served]
+        # Python ints over Python floats: the same float quotients as numpy's int64 / float64 gave.
         shares = {
-            ns: max((float(u[row]) / float(total[row]) for row in offered), default=0.0)
-            / weights.get(ns, 1.0)
+            ns: max((u[row] / total for row, total in offered), default=0.0) / weights.get(ns, 1.0)
             for ns, u in used.items()
         }
-        self._shares = (snap, (index.usage_changes, len(total)), shares) if from_index else None
+        self._shares = (snap, (index.usage_changes, n_rows), shares) if from_index else None
         return shares
+
+    def _offered(self, snap: Any) -> tuple[int, list[tuple[int, float]]]:
+        """The snapshot's resource rows and, for the rows a dominant share counts (offered by some node, not
+        the pod count, not served by DRA), each with the cluster's total allocatable. They change only with
+        the allocatable, which a snapshot replaces (a row added: `vstack`) rather than changes in place
+        (snapshot.py), so they are kept by the `alloc` array they were read from: a fair-share plan read
+        them at every plan (one at most every `interval` after any start or end)."""
+        kept = self._offered_from
+        if kept is not None and kept[0] is snap.alloc:
+            return kept[1], kept[2]
+        total = snap.alloc.sum(axis=1).tolist()
+        served = snap.dra_rows()  # devices, not allocatable: no capacity to share out
+        offered = [
+            (row, float(t)) for row, t in enumerate(total) if t > 0 and row != PODS and row not in served
+        ]
+        self._offered_from = (snap.alloc, len(total), offered)
+        return len(total), offered
 
     def estimate(self, root: RootKey) -> Estimate:
         cached = self._estimates.get(root)
@@ -378,7 +397,6 @@ class Backfill:
                 self.scheduler.queue.move_to_active(queued.key)
             held.append(r)
         self.reservations = {r.root: r for r in held}
-        self._masks.clear()
         self._walk_masks.clear()
         self._planned = planned
         self._starts.forget_all_but(looked)
@@ -422,18 +440,20 @@ class Backfill:
         est = self.estimate(root).seconds
         end = now + est if est is not None else INFINITE
         holding = tuple(r for r in others if r.holds(now, end))
-        # Every cycle asks, and between plans the same few sets of reservations hold: their masks are kept
-        # (read-only, so that no caller can change a kept one) until the next plan.
+        # Every cycle asks, and the same few sets of reserved nodes hold, between plans and mostly across
+        # them: their masks are kept (read-only, so that no caller can change a kept one).
         n = len(self.scheduler.snapshot())
-        key = (n, *map(id, holding))
+        key = (n, *(r.nodes for r in holding))
         kept = self._masks.get(key)
         if kept is not None:
-            return kept[1]
+            return kept
         mask = np.ones(n, dtype=bool)
         for r in holding:
             mask[r.columns] = False
         mask.flags.writeable = False
-        self._masks[key] = (holding, mask)
+        if len(self._masks) >= _MASKS_KEPT:
+            self._masks.clear()
+        self._masks[key] = mask
         return mask
 
     def room_check(self, now: float) -> Fits | None:

@@ -194,6 +194,7 @@ class EarliestStarts:
             after: float = -INFINITE,
             until: float = INFINITE,
             unfit: tuple[float, float] = (INFINITE, INFINITE),
+            last_first: bool | None = None,
         ) -> StartSearch:
             return earliest_start(
                 scheduler,
@@ -208,6 +209,7 @@ class EarliestStarts:
                 until=until,
                 unfit=unfit,
                 start_only=start_only,
+                last_first=last_first,
             )
 
         changed = self._changed_until(
@@ -227,7 +229,11 @@ class EarliestStarts:
                 # [gave, F) no better than the old plan saw (see the class docstring).
                 if gave < before.fits_from:
                     self.narrowed += 1
-                up_to = search(until=since, unfit=(gave, before.fits_from))
+                # The root fit by capacity at F on what the old plan saw, and F <= T: the capacity at the
+                # last candidate is not counted first (it is, to find at once a root that fits nowhere up
+                # to T, when F is not known; see _could_fit). The same times either way.
+                known = before.fits_from > -INFINITE
+                up_to = search(until=since, unfit=(gave, before.fits_from), last_first=not known)
                 found, fits_from = up_to.found, up_to.fits_from
                 short = fits_from >= INFINITE
                 if short:  # nothing fits by capacity up to `since`: not before it, at least

@@ -96,13 +96,21 @@ class Reservation:
     columns: npt.NDArray[np.intp] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        columns = np.array(sorted(self.nodes), dtype=np.intp)
-        columns.flags.writeable = False
-        object.__setattr__(self, "columns", columns)
+        object.__setattr__(self, "columns", _columns(self.nodes))
 
     def holds(self, node_mask_start: float, node_mask_end: float) -> bool:
         """Whether the reservation overlaps the interval [node_mask_start, node_mask_end)."""
         return self.start < node_mask_end and node_mask_start < self.end
+
+
+@functools.lru_cache(maxsize=1024)
+def _columns(nodes: frozenset[int]) -> npt.NDArray[np.intp]:
+    """`nodes` as a sorted, read-only array, kept for the node sets reserved lately: most reservations are
+    an earlier one read again from a later plan (`dataclasses.replace`, the same set), and under fair share
+    a plan is made at most every `interval` after any start or end. Shared: read-only."""
+    columns = np.array(sorted(nodes), dtype=np.intp)
+    columns.flags.writeable = False
+    return columns
 
 
 def _seconds(stamp: Any) -> float | None:
@@ -414,9 +422,15 @@ class RunningIndex:
         for j, (_, vec) in enumerate(placed):
             for row, v in vec.rows:
                 entry.pod_use[row, j] = v
-        entry.ns_use = {}
+        # Summed per namespace, a namespace's columns at once (a root's pods share one namespace, mostly;
+        # fair share reads these sums at every plan, and every start and end is refreshed before it).
+        columns: dict[str, list[int]] = {}
         for j, (ns, _) in enumerate(entry.pods):
-            entry.ns_use[ns] = entry.ns_use.get(ns, 0) + entry.pod_use[:, j]
+            columns.setdefault(ns, []).append(j)
+        entry.ns_use = {
+            ns: entry.pod_use.sum(axis=1) if len(js) == len(placed) else entry.pod_use[:, js].sum(axis=1)
+            for ns, js in columns.items()
+        }
         for ns, use in entry.ns_use.items():
             total = self._ns_use.get(ns)
             self._ns_use[ns] = use.copy() if total is None else total + use
@@ -700,6 +714,7 @@ def earliest_start(
     until: float = INFINITE,
     unfit: tuple[float, float] = (INFINITE, INFINITE),
     start_only: bool = False,
+    last_first: bool | None = None,
 ) -> StartSearch:
     """The first time in [now, now + window] at which `place` fits the root around `reservations`, with the
     nodes it then takes (`StartSearch.found`); None if it fits at no such time (or only with work of unknown
@@ -709,6 +724,8 @@ def earliest_start(
     `start_only`: the caller reads the start alone (a plan of depth 0, which reserves nothing): where the
     capacity check decides the trial (`_capacity_decides`), its first time is the start, no trial is made,
     and the reservation found names no nodes and no blockers.
+    `last_first`: whether the capacity check counts the last candidate first (`_could_fit`: the same times
+    either way); None: only in a search bounded by `until`.
 
     Candidate times are now and the (rounded) expected ends of running work and of reservations. Ties are
     broken by `tie_breaker`, started afresh at each trial; the scheduler's own generator is neither read nor
@@ -735,10 +752,10 @@ def earliest_start(
     times = times[(times >= now) & (times <= min(horizon, until)) & (times < INFINITE) & (times > after)]
     if unfit[0] < unfit[1]:
         times = times[(times < unfit[0]) | (times >= unfit[1])]
-    # The last candidate is counted first only for a search bounded by `until` (see _could_fit).
-    could = _could_fit(
-        scheduler, root, place, times, running, reservations, duration, last_first=until < INFINITE
-    )
+    # By default the last candidate is counted first only for a search bounded by `until` (see _could_fit).
+    if last_first is None:
+        last_first = until < INFINITE
+    could = _could_fit(scheduler, root, place, times, running, reservations, duration, last_first=last_first)
     first = next(could, None)
     fits_from = -INFINITE
     if not reservations and _counts_capacity(place):
