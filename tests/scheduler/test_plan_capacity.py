@@ -75,3 +75,40 @@ def test_the_times_a_gang_could_fit(
         held = [Reservation(("Pod", "default", "x"), 300.0, 900.0, frozenset({n0}), None, Estimate(600.0))]
     fits = _could_fit(scheduler, root, place, times, running, held, 200.0, chunk=chunk, last_first=last_first)
     assert list(fits) == want
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 100])
+@pytest.mark.parametrize("last_first", [True, False], ids=["last-first", "in-order"])
+def test_a_gang_counts_no_room_its_own_running_pods_give_back(chunk: int, last_first: bool) -> None:
+    """Gang g (minCount 3 of 4 GPUs, 200 s) has g-0 running on n0 (released at 240); g-1 and g-2 wait. n1 is
+    free from 120, n2 from 300 (n3 never: no estimate). g's own pod gives nothing back to g: at 240 only n1
+    is free for it, so its two pods fit first at 300 (counting g-0's release, 240 would pass). The same
+    running work, read first for another root (a gang of 1 x 4 GPUs: 120 on), must not change the answer:
+    both read the free room the Running keeps."""
+    objects = [
+        node("n0"),
+        node("n1"),
+        node("n2"),
+        node("n3"),
+        gang("g", 3, 4, duration="200")[0],
+        pod("g-0", 4, group="g", on="n0"),
+        pod("g-1", 4, group="g"),
+        pod("g-2", 4, group="g"),
+        pod("r1", 4, on="n1", duration="100"),
+        pod("r2", 4, on="n2", duration="300"),
+        pod("r3", 4, on="n3"),
+        *gang("h", 1, 4, duration="200"),
+    ]
+    _, scheduler = scheduler_for(objects)
+    running = running_work(scheduler, 0.0, PlanSettings())
+    times = np.unique(np.concatenate([running.releases[running.releases < np.inf], [0.0]]))
+    assert times.tolist() == [0.0, 120.0, 240.0, 300.0]
+    want = {"h": [120.0, 240.0, 300.0], "g": [300.0]}
+    for name in ("h", "g"):
+        root = ("PodGroup", "default", name)
+        place = scheduler.placer(root)
+        assert place is not None
+        fits = list(
+            _could_fit(scheduler, root, place, times, running, [], 200.0, chunk=chunk, last_first=last_first)
+        )
+        assert fits == want[name], name
