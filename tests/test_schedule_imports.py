@@ -24,11 +24,17 @@ CLAIMS_STAGE = (
     ids=["no-claims", "device-claims"],
 )
 def test_schedule_imports_the_claims_stage_only_for_claims(example: str, imported: list[str]) -> None:
+    assert imported_by_schedule(EXAMPLES / example, CLAIMS_STAGE) == imported
+
+
+def imported_by_schedule(path: Path, modules: tuple[str, ...]) -> list[str]:
+    """Which of `modules` a fresh interpreter has imported once `gangsched schedule -f path -o json` ran
+    (through click's runner, as the command line would), in `modules`' order."""
     code = (
         "import sys; from click.testing import CliRunner; import gangsched.cli; "
-        f"result = CliRunner().invoke(gangsched.cli.main, ['schedule', '-f', {str(EXAMPLES / example)!r}, "
+        f"result = CliRunner().invoke(gangsched.cli.main, ['schedule', '-f', {str(path)!r}, "
         "'-o', 'json']); assert result.exit_code == 0, result.output; "
-        f"print(' '.join(m for m in {CLAIMS_STAGE!r} if m in sys.modules))"
+        f"print(' '.join(m for m in {modules!r} if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == imported
+    return done.stdout.split()

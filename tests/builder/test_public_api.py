@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import importlib
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import gangsched.builder as builder
+from tests.test_schedule_imports import imported_by_schedule
 
 PUBLIC = {
     "JOB_BUILD_OPTIONS", "BlockPaths", "BuildError", "BuildOptions", "Builder", "CompositeGroupConfig",
@@ -65,11 +64,4 @@ _BUILDERS = ("gangsched.builder.job", "gangsched.builder.jobset", "gangsched.bui
 def test_schedule_imports_the_job_builders_only_for_jobs(example: str, imported: list[str]) -> None:
     """`gangsched schedule` reaches the loader through this package; the Job and JobSet builders come in
     only with an input that holds a Job or JobSet (in a fresh interpreter: this one imported them)."""
-    code = (
-        "import sys; from click.testing import CliRunner; import gangsched.cli; "
-        f"result = CliRunner().invoke(gangsched.cli.main, ['schedule', '-f', {str(_EXAMPLES / example)!r}, "
-        "'-o', 'json']); assert result.exit_code == 0, result.output; "
-        f"print(' '.join(m for m in {_BUILDERS!r} if m in sys.modules))"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == imported
+    assert imported_by_schedule(_EXAMPLES / example, _BUILDERS) == imported
