@@ -9,8 +9,9 @@ owned by the pod, named `<pod>-<claim>-<5 characters>` with the annotation
 characters are random (generateName); here they are derived from the owner and the claim, so that the same
 input gives the same names.
 
-`sync_claims(store, workload_claims=...)` is idempotent: objects already recorded are left alone. It also
-runs the ephemeral volume controller's part (ephemeral_controller.py).
+`sync_claims(store, workload_claims=...)` is idempotent: objects already recorded are left alone, and a pass
+that cannot finish an object records nothing for it (see `_sync_pod`), so the next pass retries it as the
+controller's work queue would. It also runs the ephemeral volume controller's part (ephemeral_controller.py).
 """
 
 from __future__ import annotations
@@ -50,8 +51,7 @@ def _create(store: Any, owner: Any, kind: str, api_version: str, claim_name: str
     ns = owner.metadata.namespace or ""
     name = generated_name(owner.metadata.name, claim_name, ns)
     annotations = dict((template.spec.metadata.annotations or {}) if template.spec.metadata else {})
-    if kind == "Pod":
-        annotations[POD_CLAIM_ANNOTATION] = claim_name
+    annotations[POD_CLAIM_ANNOTATION] = claim_name  # a PodGroup's claims carry it too (handlePodGroupClaim)
     labels = (template.spec.metadata.labels or None) if template.spec.metadata else None
     claim = resource_v1.ResourceClaim(
         apiVersion="resource.k8s.io/v1",
@@ -81,6 +81,9 @@ def _create(store: Any, owner: Any, kind: str, api_version: str, claim_name: str
 
 
 def _sync_group(store: Any, pg: Any) -> None:
+    """syncPodGroup's claim part: as the pod's (`_sync_pod`), nothing is recorded in a pass that meets a
+    missing template. The new statuses are appended: the controller applies only them, and in Go's map
+    order, so no order is upstream's; the spec's order keeps the same input giving the same output."""
     ns = pg.metadata.namespace or ""
     recorded = {s.name for s in (pg.status.resourceClaimStatuses if pg.status else None) or []}
     statuses = []
@@ -89,54 +92,73 @@ def _sync_group(store: Any, pg: Any) -> None:
             continue
         template = store.get("ResourceClaimTemplate", (ns, c.resourceClaimTemplateName))
         if template is None:
-            continue  # the controller retries once the template exists
+            return  # the controller retries once the template exists
         name = _create(store, pg, "PodGroup", "scheduling.k8s.io/v1beta1", c.name, template)
         statuses.append(scheduling_v1beta1.PodGroupResourceClaimStatus(name=c.name, resourceClaimName=name))
-    _record(store, pg, statuses, scheduling_v1beta1.PodGroupStatus)
+    if statuses:
+        if pg.status is None:
+            pg.status = scheduling_v1beta1.PodGroupStatus()
+        pg.status.resourceClaimStatuses = [*(pg.status.resourceClaimStatuses or []), *statuses]
+        store.add(pg)
 
 
-def _group_claim(store: Any, pod: Any, pc: Any) -> str | None:
-    """The PodGroup's claim name when `pc` equals a claim of the pod's PodGroup (resourceclaim.BindTo)."""
+_WAIT = object()  # the pod's PodGroup has the claim, but its ResourceClaim is not made yet
+
+
+def _group_claim(pg: Any, pc: Any) -> str | object | None:
+    """For a pod claim that equals a claim of the pod's PodGroup (resourceclaim.BindTo): the ResourceClaim
+    the controller made for the PodGroup, or `_WAIT` while there is none yet (upstream records nothing for
+    that pod claim then, and makes no claim of the pod's own). None when the claim is the pod's own."""
     # here: the claims stage's modules (claims.py, devices.py) come in only with pods that use claims
     from ..scheduler.claims import group_claim_of
 
-    group = pod.spec.schedulingGroup
-    pg = store.get("PodGroup", (pod.metadata.namespace or "", group.podGroupName)) if group else None
     shared = group_claim_of(pc, pg)
-    if pg is None or shared is None:
+    if shared is None:
         return None
     for s in (pg.status.resourceClaimStatuses if pg.status else None) or []:
         if s.name == shared.name:
             return str(s.resourceClaimName)
-    return None
+    return _WAIT
 
 
 def _sync_pod(store: Any, pod: Any, workload_claims: bool) -> None:
+    """syncPod's claim part. Its status write comes only after every claim went through: a claim whose
+    template is missing (retried once the template exists), or a PodGroup claim while the gate is off (not
+    retried), ends the pass with nothing recorded, though the claims made before it stay (found again by
+    name on the next pass). A member whose PodGroup does not exist yet is retried once it does."""
     ns = pod.metadata.namespace or ""
-    recorded = {s.name for s in (pod.status.resourceClaimStatuses if pod.status else None) or []}
-    statuses = []
+    group = pod.spec.schedulingGroup
+    pg = None
+    if group is not None and group.podGroupName:
+        pg = store.get("PodGroup", (ns, group.podGroupName))
+        if pg is None:
+            return
+    recorded = {
+        s.name: s.resourceClaimName for s in (pod.status.resourceClaimStatuses if pod.status else None) or []
+    }
+    made: dict[str, str] = {}
     for pc in pod.spec.resourceClaims or []:
         if pc.name in recorded or not pc.resourceClaimTemplateName:
             continue
-        name = _group_claim(store, pod, pc) if workload_claims else None
+        name = _group_claim(pg, pc) if pg is not None else None
+        if name is not None and not workload_claims:
+            return  # "claim ... is a PodGroup claim but the DRAWorkloadResourceClaims feature is disabled"
+        if name is _WAIT:
+            continue
         if name is None:
             template = store.get("ResourceClaimTemplate", (ns, pc.resourceClaimTemplateName))
             if template is None:
-                continue
+                return
             name = _create(store, pod, "Pod", "v1", pc.name, template)
-        statuses.append(core_v1.PodResourceClaimStatus(name=pc.name, resourceClaimName=name))
-    _record(store, pod, statuses, core_v1.PodStatus)
-
-
-def _record(store: Any, owner: Any, statuses: list[Any], empty_status: Any) -> None:
-    """Append the claims just made to the owner's status.resourceClaimStatuses, as the controller's
-    status update does for a pod and for a PodGroup alike; nothing when none was made."""
-    if not statuses:
-        return
-    if owner.status is None:
-        owner.status = empty_status()
-    owner.status.resourceClaimStatuses = [*(owner.status.resourceClaimStatuses or []), *statuses]
-    store.add(owner)
+        made[pc.name] = str(name)
+    if made:  # the merged statuses, sorted by name, as syncPod applies them
+        merged = {**recorded, **made}
+        if pod.status is None:
+            pod.status = core_v1.PodStatus()
+        pod.status.resourceClaimStatuses = [
+            core_v1.PodResourceClaimStatus(name=n, resourceClaimName=merged[n]) for n in sorted(merged)
+        ]
+        store.add(pod)
 
 
 def sync_claims(store: Any, *, workload_claims: bool, objects: Iterable[Any] | None = None) -> None:
@@ -144,7 +166,11 @@ def sync_claims(store: Any, *, workload_claims: bool, objects: Iterable[Any] | N
     them), and the PersistentVolumeClaims of generic ephemeral volumes (ephemeral_controller.py), the two
     controllers whose objects the scheduler waits for. `workload_claims`: the DRAWorkloadResourceClaims
     gate. `objects`: only these PodGroups and pods (those just created, in the simulator), else all."""
-    listed = list(objects) if objects is not None else [*store.list("PodGroup"), *store.list("Pod")]
+    listed = [  # those being deleted are left alone (syncPod, syncPodGroup)
+        o
+        for o in (list(objects) if objects is not None else [*store.list("PodGroup"), *store.list("Pod")])
+        if o.metadata.deletionTimestamp is None
+    ]
     pods = [o for o in listed if o.kind == "Pod"]
     sync_ephemeral_volumes(store, pods)
     if workload_claims:
