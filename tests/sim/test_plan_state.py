@@ -190,19 +190,20 @@ def test_the_bands_of_waiting_roots_are_the_live_entries_at_every_walk(
 ) -> None:
     """hints.py keeps each class's waiting roots in lists by (need, estimate band) for walks bounded by
     estimates: before every walk, they must hold exactly the live entries (each root's latest), grouped by
-    its need and the band of its estimate, each list in queue order, and every band's lower end at most the
-    estimates it holds."""
+    its need and the band of its estimate (the one kept with its entry), each list in queue order, and every
+    band's lower end at most the estimates it holds."""
     checked = {"walks": 0, "entries": 0}
     wake_class = RoomWaiters._wake_class
 
     def checking(self: RoomWaiters, cls: Any, *args: Any, **kwargs: Any) -> Any:
         for signature, waiting in self._classes.items():
             expected: dict[tuple[int, float], list[Any]] = {}
-            for root, (c, seq, need, estimate, entry) in self._entry.items():
+            for root, (c, seq, need, estimate, entry, band) in self._entry.items():
                 if c == signature:
                     assert entry[1:4] == (seq, root, need)
-                    assert hints._band_start(hints._band(estimate)) <= estimate
-                    expected.setdefault((need, hints._band(estimate)), []).append(entry)
+                    assert band == hints._band(estimate)  # the band kept with the entry is its estimate's
+                    assert hints._band_start(band) <= estimate
+                    expected.setdefault((need, band), []).append(entry)
             assert waiting.bands == {k: sorted(v) for k, v in expected.items()}
             assert waiting.live == sum(len(v) for v in expected.values())
             checked["entries"] += waiting.live

@@ -543,7 +543,7 @@ class Scheduler:
         if need is not None and self._ev is not None:
             now = self.clock()
             ready = lambda key: self.queue.ready_by(key, now)  # noqa: E731
-            fits = self.backfill.room_check(now) if self.backfill is not None else None
+            fits = functools.partial(self.backfill.room_check, now) if self.backfill is not None else None
             for key in self.waiters.rewake(need.like, self._ev.room_for, ready, fits):
                 self.queue.move_to_active(key)
 
