@@ -297,7 +297,8 @@ def test_kept_room_counts_what_the_free_capacity_holds(
 ) -> None:
     """room_for, kept per node and refreshed from the change log (node by node, or all at once after many
     changes - a burst of 40 pods - or a cleared log), always equals the count by hand: on each untainted
-    node, the free CPU over the probe's request, at most the free pod slots (4 per node), summed."""
+    node, the free CPU over the probe's request, at most the free pod slots (4 per node), summed; over a
+    mask too, a fresh one and a read-only one asked again and again (whose sum is kept and refreshed)."""
     taint = [{"key": "k", "value": "v", "effect": "NoSchedule"}]
     nodes = [
         node(f"n{i}", taints=taint if tainted[i] else None,
@@ -310,6 +311,8 @@ def test_kept_room_counts_what_the_free_capacity_holds(
     used = [[0, 0] for _ in cpus]  # (milli-CPU, pods) per node, by hand
     placed: list[tuple[tuple[str, str], int, int]] = []
     seen = set()
+    odd = np.arange(len(cpus)) % 2 == 1  # as backfill's masks of unreserved nodes: read-only, asked often
+    odd.flags.writeable = False
 
     def place(name: str, at: int, milli_cpu: int) -> None:
         pi = pod_info(pod(name, cpu=f"{milli_cpu}m", node_name=f"n{at}"), len(placed) + 1)
@@ -340,6 +343,7 @@ def test_kept_room_counts_what_the_free_capacity_holds(
             assert ev.room_for(like) == sum(per_node)
             even = np.arange(len(cpus)) % 2 == 0  # a cycle's candidate nodes
             assert ev.room_for(like, even) == sum(per_node[::2])
+            assert ev.room_for(like, odd) == sum(per_node[1::2])
     for op in sorted(seen):
         event(f"asked after {op}")
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 from msgspec import Struct
@@ -69,6 +70,7 @@ _max = np.maximum.reduce  # ndarray.max without its Python wrapper: find_node ca
 _MAX_CHANGE_LOG = 200_000
 _COLUMN_MEMO = 4096  # node columns a class keeps its scalar fit-and-score for (`_Class.by_column`)
 _ROOM_LOG = 32  # room_for refreshes up to this many logged changes node by node, more all at once
+_MASKED_KEPT = 16  # room_for's sums kept per class over read-only masks (a philly replay holds 12 at most)
 STATIC, RESOURCES, PODS, CLAIMS = "static", "resources", "pods", "claims"
 
 
@@ -240,13 +242,17 @@ class _Room(Struct, eq=False):
     """How many pods of one class the free capacity of each node holds (0 where its static filters refuse
     them) and their sum, current with the snapshot's change log up to `synced` in `generation`. The counts
     are kept twice: as Python ints (`per_node`, read and written one node at a time) and as an array
-    (`array`, for the sums over a mask that backfill asks for many times per release)."""
+    (`array`, for the sums over a mask that backfill asks for many times per release). `masked` keeps the
+    sums over the masks asked for most (by id: each entry holds its mask, so that the id stays its own),
+    refreshed with the counts: backfill's bound before a cycle asks for the same few masks (the nodes no
+    reservation holds) at every failed cycle, and summing over a mask cost 3 us each time."""
 
     per_node: list[int]
     array: npt.NDArray[np.int64]
     total: int
     synced: int
     generation: int
+    masked: dict[int, tuple[BoolArray, int]] = msgspec.field(default_factory=dict)
 
 
 class _PodsLayer(Struct, eq=False):
@@ -521,15 +527,28 @@ class Evaluator:
         if room is None or room.generation != snap.generation or len(changed) > room.synced + _ROOM_LOG:
             room = self._rooms[c.key] = self._room_everywhere(c)
         elif room.synced < len(changed):
-            per_node, array, room_on = room.per_node, room.array, self._room_on
+            per_node, array, room_on, masked = room.per_node, room.array, self._room_on, room.masked
             for col in set(changed[room.synced :]):
                 count = room_on(c, col)
-                room.total += count - per_node[col]
-                per_node[col] = array[col] = count
+                delta = count - per_node[col]
+                if delta:
+                    room.total += delta
+                    per_node[col] = array[col] = count
+                    for key, (mask, total) in masked.items():
+                        if mask[col]:
+                            masked[key] = (mask, total + delta)
             room.synced = len(changed)
-        if nodes is not None:
-            return int(room.array[nodes].sum())
-        return room.total
+        if nodes is None:
+            return room.total
+        kept = room.masked.get(id(nodes))
+        if kept is not None:
+            return kept[1]
+        total = int(room.array[nodes].sum())
+        if not nodes.flags.writeable and nodes.base is None:  # a mask that cannot change: its sum is kept
+            if len(room.masked) >= _MASKED_KEPT:
+                room.masked.clear()
+            room.masked[id(nodes)] = (nodes, total)
+        return total
 
     def _room_everywhere(self, c: _Class) -> _Room:
         snap = self.snap
