@@ -9,7 +9,9 @@ order as sorting them all (arrival is unique, so the order is total).
 
 Entries are added when a root fails a cycle (`failed`; failing again after being queued anew replaces its
 entry) and dropped when it leaves (`discard`), or found stale when read: a root no longer queued, or queued
-anew and not failed since. A change
+anew and not failed since. A dropped entry stays in its list, passed over when read (only the entry object a
+root's record names is its live one), until its list is mostly dropped entries: deleting it at once moved
+the rest of a list of thousands of waiting roots at every start (1% of a full philly replay). A change
 of a waiting root's priority (SchedulingQueue.priority_changes) rebuilds the lists from the queue.
 Not thread-safe; owned by one Backfill.
 """
@@ -31,8 +33,9 @@ _Entry = tuple[tuple[float, int], int, RootKey]  # (creation timestamp, arrival 
 class WaitingRoots:
     def __init__(self, queue: SchedulingQueue) -> None:
         self.queue = queue
-        self._groups: dict[_Group, list[_Entry]] = {}
-        self._where: dict[RootKey, tuple[_Group, _Entry]] = {}
+        self._groups: dict[_Group, list[_Entry]] = {}  # live entries and dropped ones not compacted yet
+        self._live: dict[_Group, int] = {}  # live entries per list
+        self._where: dict[RootKey, tuple[_Group, _Entry]] = {}  # each root's live entry (that very object)
         self._priority_changes = queue.priority_changes
         self._stale: list[RootKey] = []  # entries `first` found stale, dropped at its next read
 
@@ -46,22 +49,31 @@ class WaitingRoots:
             return
         self.discard(key)
         bisect.insort(self._groups.setdefault(group, []), entry)
+        self._live[group] = self._live.get(group, 0) + 1
         self._where[key] = (group, entry)
 
     def discard(self, key: RootKey) -> None:
+        """`key` no longer waits: its entry is dropped (left in its list until the list is compacted)."""
         where = self._where.pop(key, None)
         if where is None:
             return
-        group, entry = where
+        group = where[0]
+        live = self._live[group] - 1
+        if not live:
+            del self._groups[group], self._live[group]
+            return
+        self._live[group] = live
         entries = self._groups[group]
-        i = bisect.bisect_left(entries, entry)
-        if i < len(entries) and entries[i] == entry:
-            del entries[i]
-        if not entries:
-            del self._groups[group]
+        if len(entries) > 2 * live + 64:
+            self._groups[group] = [e for e in entries if self._is_live(e)]
+
+    def _is_live(self, entry: _Entry) -> bool:
+        where = self._where.get(entry[2])
+        return where is not None and where[1] is entry
 
     def _rebuild(self) -> None:
         self._groups.clear()
+        self._live.clear()
         self._where.clear()
         for root in self.queue.roots():
             self.failed(root.key)
@@ -86,7 +98,10 @@ class WaitingRoots:
                 j += 1
             lists = [self._groups[g] for g in order[i:j]]
             merged: Iterator[_Entry] = iter(lists[0]) if len(lists) == 1 else heapq.merge(*lists)
-            for _, _, key in merged:
+            for entry in merged:
+                if not self._is_live(entry):
+                    continue  # dropped
+                key = entry[2]
                 root = self.queue.get(key)
                 if root is None or not root.attempts:  # left, or queued anew and not failed since
                     self._stale.append(key)
