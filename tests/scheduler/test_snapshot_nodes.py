@@ -59,6 +59,20 @@ def test_label_values_are_coded_in_order_of_first_appearance() -> None:
     assert snap.labels["metadata.name"].tolist() == [0, 1, 2]
 
 
+def test_names_code_as_their_first_appearance_without_hostname_labels() -> None:
+    """No node sets the hostname label: each node's name stands for it (its code: the name's first
+    appearance, as for metadata.name), also when a name comes twice (a list of nodes, not a store's)."""
+    snap = Snapshot([node("n0", {"zone": "a"}), node("n1"), node("n0", {"zone": "b"})])
+    for key in ("metadata.name", "kubernetes.io/hostname"):
+        assert snap.label_values[key] == {"n0": 0, "n1": 1}
+        assert snap.labels[key].tolist() == [0, 1, 0]
+    assert snap.labels["zone"].tolist() == [0, -1, 1]
+    distinct = Snapshot([node("n0", {"zone": "a"}), node("n1"), node("n2", {"zone": "a"})])
+    for key in ("metadata.name", "kubernetes.io/hostname"):
+        assert distinct.label_values[key] == {"n0": 0, "n1": 1, "n2": 2}
+        assert distinct.labels[key].tolist() == [0, 1, 2]
+
+
 def test_keys_each_on_few_nodes_are_coded_as_the_others() -> None:
     """Twenty nodes with a key of their own each (the pairs are walked rather than one column per key)."""
     nodes = [node(f"n{j}", {f"only-{j}": "x", "zone": "z" if j < 10 else "y"}) for j in range(20)]
