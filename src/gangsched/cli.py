@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import math
 import os
@@ -741,6 +740,7 @@ def run(config_file: str | None, verbose: bool, feature_gates: str | None, **fla
 
     Settings come from --config (see README), each flag given overrides the file's value."""
     import asyncio
+    import dataclasses  # not at the top: no other command needs it (a millisecond at each start)
     import logging
 
     from .live.config import ConfigError, leader_election_problem, load_config

@@ -15,7 +15,6 @@ from __future__ import annotations
 from array import array
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -165,12 +164,11 @@ SCORES: tuple[ScorePlugin, ...] = (
 )
 
 
-@dataclass(slots=True)
-class FitFailure:
+class FitFailure(Struct):
     """No node fits: per-reason node counts, rendered as upstream's FitError."""
 
     nodes: int
-    histogram: Counter[str] = field(default_factory=Counter)
+    histogram: Counter[str] = msgspec.field(default_factory=Counter)
     prefilter_message: str | None = None  # a PreFilter rejected the pod itself
 
     def message(self) -> str:
@@ -183,40 +181,74 @@ class FitFailure:
         return f"0/{self.nodes} nodes are available:{tail}"
 
 
-@dataclass(slots=True, eq=False)
 class _Class:
-    key: Hashable  # the pods' equivalence signature
-    vec: PodVector
-    static_ok: BoolArray
-    prefilter_rejections: Rejections
-    rejections_by_plugin: dict[str, Rejections]  # static filters' rejections
-    static_scores: list[tuple[ScorePlugin, Int64Array]]  # raw values of static scores that are not all zero
-    masked: Int64Array  # resource + balance score where the pod fits, -1 where it does not
-    synced: int
-    spec: Any
-    refusal: str | None = None  # a PreFilter's rejection of the pod itself: no node is feasible
-    generation: int = -1  # the snapshot's log generation `synced` counts in (a cleared log: start over)
-    # The best of `masked` and the nodes that have it, in node order (`_best`), kept in step with the
-    # column-by-column refreshes; None: to be found again. An array of machine integers: 8 bytes a node,
-    # as `masked` (a list of ints would take 36), with insertion and deletion in C.
-    top: int | None = None
-    ties: array[int] = field(default_factory=lambda: array("q"))
-    # The scalar refresh's fit-and-score by node column (allocatable, used and non-zero used amounts: all
-    # that NodeResourcesFit and BalancedAllocation read): nodes of one kind at one usage get the same value,
-    # and the pods of a template fill nodes in the same few steps, so most refreshes find it here.
-    by_column: dict[tuple[int, ...], int] = field(default_factory=dict)
-    # The best of `masked` per domain of a topology key (find_node's `domain`), by key.
-    domain_bests: dict[str, DomainBests] = field(default_factory=dict)
+    """What the evaluator keeps for one equivalence class of pods. A plain slotted class: made when the
+    module is imported without compiling methods from source (a slotted dataclass's take about a millisecond),
+    and its fields are set in every refresh at the cost of a slot's (a mutable msgspec Struct's setattr
+    costs several times more)."""
 
-    # `static_ok` and `masked` as memoryviews over the same memory, for the scalar refresh of a few
-    # columns: indexing one gives or takes a Python bool or int, where indexing the array makes a numpy
-    # scalar and costs several times more.
-    static_cells: memoryview = field(init=False)
-    masked_cells: memoryview = field(init=False)
+    __slots__ = (
+        "by_column",
+        "domain_bests",
+        "generation",
+        "key",
+        "masked",
+        "masked_cells",
+        "prefilter_rejections",
+        "refusal",
+        "rejections_by_plugin",
+        "spec",
+        "static_cells",
+        "static_ok",
+        "static_scores",
+        "synced",
+        "ties",
+        "top",
+        "vec",
+    )
 
-    def __post_init__(self) -> None:
-        self.static_cells = self.static_ok.data
-        self.masked_cells = self.masked.data
+    def __init__(
+        self,
+        *,
+        key: Hashable,
+        vec: PodVector,
+        static_ok: BoolArray,
+        prefilter_rejections: Rejections,
+        rejections_by_plugin: dict[str, Rejections],
+        static_scores: list[tuple[ScorePlugin, Int64Array]],
+        masked: Int64Array,
+        synced: int,
+        spec: Any,
+        refusal: str | None = None,
+    ) -> None:
+        self.key = key  # the pods' equivalence signature
+        self.vec = vec
+        self.static_ok = static_ok
+        self.prefilter_rejections = prefilter_rejections
+        self.rejections_by_plugin = rejections_by_plugin  # static filters' rejections
+        self.static_scores = static_scores  # raw values of static scores that are not all zero
+        self.masked = masked  # resource + balance score where the pod fits, -1 where it does not
+        self.synced = synced
+        self.spec = spec
+        self.refusal = refusal  # a PreFilter's rejection of the pod itself: no node is feasible
+        self.generation = -1  # the snapshot's log generation `synced` counts in (a cleared log: start over)
+        # The best of `masked` and the nodes that have it, in node order (`_best`), kept in step with the
+        # column-by-column refreshes; None: to be found again. An array of machine integers: 8 bytes a
+        # node, as `masked` (a list of ints would take 36), with insertion and deletion in C.
+        self.top: int | None = None
+        self.ties: array[int] = array("q")
+        # The scalar refresh's fit-and-score by node column (allocatable, used and non-zero used amounts:
+        # all that NodeResourcesFit and BalancedAllocation read): nodes of one kind at one usage get the
+        # same value, and the pods of a template fill nodes in the same few steps, so most refreshes find
+        # it here.
+        self.by_column: dict[tuple[int, ...], int] = {}
+        # The best of `masked` per domain of a topology key (find_node's `domain`), by key.
+        self.domain_bests: dict[str, DomainBests] = {}
+        # `static_ok` and `masked` as memoryviews over the same memory, for the scalar refresh of a few
+        # columns: indexing one gives or takes a Python bool or int, where indexing the array makes a numpy
+        # scalar and costs several times more.
+        self.static_cells: memoryview = static_ok.data
+        self.masked_cells: memoryview = masked.data
 
     @property
     def static_rejections(self) -> Rejections:

@@ -8,7 +8,6 @@ RequiredAntiAffinityTerms, PreferredAffinityTerms, PreferredAntiAffinityTerms) a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -64,9 +63,9 @@ class SpreadConstraint(Struct, frozen=True):
     node_taints_policy: str
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class PodTraits:
-    """Interned: equal traits are the same object, with a small integer `ident` for caches."""
+class PodTraits(Struct, frozen=True, eq=False):
+    """Interned: equal traits are the same object (compared and hashed by identity), with a small integer
+    `ident` for caches. Made only by `pod_traits`."""
 
     ident: int
     namespace: str
@@ -81,19 +80,10 @@ class PodTraits:
     # The spread constraints are the system defaults (default_spread.py): scoring does not require nodes to
     # carry every key (upstream's requireAllTopologies is false for them).
     spread_defaulted: bool = False
-    # Whether other pods' scheduling must look at this pod's own affinity terms: read for every pod placed
-    # or tried (the snapshot's pod log, the evaluator's pods-stage check), so worked out once per interned
-    # traits rather than on every read.
-    carries_terms: bool = field(init=False)
-
-    def __post_init__(self) -> None:
-        terms = (
-            self.required_affinity
-            or self.required_anti_affinity
-            or self.preferred_affinity
-            or self.preferred_anti_affinity
-        )
-        object.__setattr__(self, "carries_terms", bool(terms))
+    # Whether other pods' scheduling must look at this pod's own affinity terms (any of the four above): read
+    # for every pod placed or tried (the snapshot's pod log, the evaluator's pods-stage check), so worked
+    # out once per interned traits (by `pod_traits`) rather than on every read.
+    carries_terms: bool = False
 
 
 def _label_keys(keys: list[str] | None, operator: str, labels: Mapping[str, str]) -> tuple[Requirement, ...]:
@@ -203,38 +193,49 @@ def pod_traits(pod: Any, default_selector: Selector | None = None) -> PodTraits:
         return cached
     if len(_INTERNED) >= _INTERN_LIMIT:
         _INTERNED.clear()  # idents stay unique: they keep counting (see below)
+    required_affinity = (
+        tuple(_term(t, namespace, labels) for t in (pa.requiredDuringSchedulingIgnoredDuringExecution or []))
+        if pa is not None
+        else ()
+    )
+    required_anti_affinity = (
+        tuple(_term(t, namespace, labels) for t in (paa.requiredDuringSchedulingIgnoredDuringExecution or []))
+        if paa is not None
+        else ()
+    )
+    preferred_affinity = (
+        tuple(
+            WeightedTerm(_term(t.podAffinityTerm, namespace, labels), int(t.weight))
+            for t in (pa.preferredDuringSchedulingIgnoredDuringExecution or [])
+        )
+        if pa is not None
+        else ()
+    )
+    preferred_anti_affinity = (
+        tuple(
+            WeightedTerm(_term(t.podAffinityTerm, namespace, labels), int(t.weight))
+            for t in (paa.preferredDuringSchedulingIgnoredDuringExecution or [])
+        )
+        if paa is not None
+        else ()
+    )
     traits = PodTraits(
         ident=_next_ident(),
         namespace=namespace,
         labels=labels,
         terminating=terminating,
         host_ports=_host_ports(spec),
-        required_affinity=tuple(
-            _term(t, namespace, labels) for t in (pa.requiredDuringSchedulingIgnoredDuringExecution or [])
-        )
-        if pa is not None
-        else (),
-        required_anti_affinity=tuple(
-            _term(t, namespace, labels) for t in (paa.requiredDuringSchedulingIgnoredDuringExecution or [])
-        )
-        if paa is not None
-        else (),
-        preferred_affinity=tuple(
-            WeightedTerm(_term(t.podAffinityTerm, namespace, labels), int(t.weight))
-            for t in (pa.preferredDuringSchedulingIgnoredDuringExecution or [])
-        )
-        if pa is not None
-        else (),
-        preferred_anti_affinity=tuple(
-            WeightedTerm(_term(t.podAffinityTerm, namespace, labels), int(t.weight))
-            for t in (paa.preferredDuringSchedulingIgnoredDuringExecution or [])
-        )
-        if paa is not None
-        else (),
+        required_affinity=required_affinity,
+        required_anti_affinity=required_anti_affinity,
+        preferred_affinity=preferred_affinity,
+        preferred_anti_affinity=preferred_anti_affinity,
         spread=system_default_constraints(default_selector)
         if default_selector is not None
         else _spread(spec, labels),
         spread_defaulted=default_selector is not None,
+        carries_terms=bool(
+            required_affinity or required_anti_affinity or preferred_affinity or preferred_anti_affinity
+        ),
     )
     _INTERNED[key] = traits
     return traits
