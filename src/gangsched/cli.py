@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import re
@@ -360,6 +359,8 @@ def explain(
     """Why TARGET ([KIND/][NAMESPACE/]NAME: a pod, PodGroup or CompositePodGroup) is pending after
     scheduling the given objects as `schedule` does, and when it is expected to start: failing checks,
     how far short its best domain is, what would have to be evicted, what blocks it, its queue position."""
+    import json  # imported where used: `schedule` and `validate` do not need it
+
     from .scheduler.explain import as_dict, render
     from .scheduler.explain import explain as explain_root
     from .scheduler.plan import PlanSettings
@@ -556,6 +557,8 @@ def simulate(
     allocated without progress, fragmentation, failures and lost work. Jobs come from manifests (arrival:
     creationTimestamp, else input order 1 s apart; run time: the gangsched.io/duration annotation) or from
     a trace."""
+    import json
+
     from rich.console import Console
 
     from .sim.command import SimInputError, SimRequest
@@ -628,6 +631,8 @@ def _sweep(
     output: str,
 ) -> None:
     """`simulate --sweep`: one row per policy x load x seed (sim/sweep.py)."""
+    import json
+
     from .sim.command import SimInputError
     from .sim.output import sweep_table
     from .sim.sweep import grid, run_sweep

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import os
+from pathlib import Path, PurePosixPath
 
+import pytest
 from api_helpers import run_validate
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gangsched.api import load_paths
+from gangsched.api.loader import pathlib_form
 
 POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: %s}\nspec: {containers: [{name: c, image: x}]}\n"
 
@@ -122,3 +127,31 @@ def test_binary_input_is_refused_cleanly(tmp_path: Path) -> None:
     f.write_bytes(b"\x00\xff\xfe binary")
     [problem] = load_paths([str(f)]).problems
     assert str(problem.error).startswith("cannot read")
+
+
+@given(st.text(alphabet="/.ab", max_size=12))
+def test_a_path_is_put_in_pathlib_normal_form(path: str) -> None:
+    """The loader stats an input path as pathlib.Path would (it no longer imports pathlib for a file): in
+    the normal form PurePosixPath gives it."""
+    assert pathlib_form(path) == str(PurePosixPath(path))
+
+
+def test_inputs_are_told_apart_as_pathlib_tells_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file named with a trailing slash or `/.` is a file to pathlib (then the system refuses to open
+    it); a FIFO is neither a file nor a directory; a path through a file, or with a null character, is
+    missing; an empty path is the working directory."""
+    pod = tmp_path / "p.yaml"
+    pod.write_text(POD % "p")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    result = load_paths([f"{pod}/", f"{pod}/.", str(fifo), f"{pod}/x.yaml", "nul\0l"])
+    assert result.objects == []
+    assert [(p.file, str(p.error)) for p in result.problems] == [
+        (f"{pod}/", "cannot read: Not a directory"),
+        (f"{pod}/.", "cannot read: Not a directory"),
+        (str(fifo), "not a regular file or directory"),
+        (f"{pod}/x.yaml", "no such file or directory"),
+        ("nul\0l", "no such file or directory"),
+    ]
+    monkeypatch.chdir(tmp_path)
+    assert [i.obj.metadata.name for i in load_paths([""]).objects] == ["p"]

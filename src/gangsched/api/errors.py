@@ -8,7 +8,6 @@ than or equal to 1`.
 from __future__ import annotations
 
 import enum
-import json
 from typing import Any
 
 from msgspec import Struct
@@ -85,6 +84,8 @@ def _render_value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, _PLAIN):
         return str(value)
+    import json  # here: valid input never renders a bad value, and `schedule` need not import it
+
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     try:
@@ -136,6 +137,8 @@ def not_found(field: str, value: Any) -> FieldError:
 
 
 def not_supported(field: str, value: Any, supported: list[str]) -> FieldError:
+    import json
+
     detail = "supported values: " + ", ".join(json.dumps(s) for s in supported) if supported else ""
     return FieldError(ErrorType.NOT_SUPPORTED, field, value, detail)
 

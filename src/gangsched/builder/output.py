@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -28,4 +27,6 @@ def dump_yaml(objects: Iterable[Any]) -> str:
 
 def dump_json(objects: Iterable[Any]) -> str:
     """A `v1` `List`, the shape kubectl prints for several objects."""
+    import json  # here: `build -o json` alone needs it
+
     return json.dumps({"apiVersion": "v1", "kind": "List", "items": [manifest(o) for o in objects]}, indent=2)

@@ -6,7 +6,6 @@ parse message) and then as ValidateResourceRequirements does (not negative; requ
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -264,6 +263,8 @@ def _generated_selector(job: Any, selector: Any, labels: dict[str, str]) -> list
 def _marshalled(selector: Any) -> Marshalled:
     """json.Marshal of a metav1.LabelSelector: matchLabels (keys sorted), then matchExpressions (key,
     operator, values), empty fields left out (omitempty)."""
+    import json  # here: only a problem's message marshals a selector
+
     out: dict[str, Any] = {}
     if selector.matchLabels:
         out["matchLabels"] = dict(sorted(selector.matchLabels.items()))
