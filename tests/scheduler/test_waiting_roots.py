@@ -27,7 +27,8 @@ def test_the_first_waiting_roots_are_the_sorted_backlog_after_starts_and_returns
     `started` of them start (they leave the queue), every seventh of those comes back as a new root of the
     same name (new arrival) and fails, and every fifth left over fails again; every third left over is
     dropped while still queued and fails again (the same entry anew). At each step the lists read as the
-    sorted backlog, whole and its first 5, and no list holds more than twice its live roots + 64."""
+    sorted backlog, whole and its first 5, no list holds more than twice its live roots + 64, and after a
+    read every list begins with a live entry."""
     queue = SchedulingQueue(max_unschedulable_s=None)
     waiting = WaitingRoots(queue)
     shares = {"ns-a": 0.5, "ns-b": 0.25}
@@ -38,6 +39,8 @@ def test_the_first_waiting_roots_are_the_sorted_backlog_after_starts_and_returns
         assert [r.key for r in waiting.first(5, shares.__getitem__)] == want[:5]
         for group, entries in waiting._groups.items():
             assert len(entries) <= 2 * waiting._live[group] + 64
+            # a read cut off the dropped entries each list began with: the next plan does not read them
+            assert waiting._is_live(entries[0])
 
     for i in range(300):
         key = _key(i)
