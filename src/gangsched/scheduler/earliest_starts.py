@@ -20,10 +20,11 @@ import numpy as np
 
 from .backfill_settings import INFINITE, PlanSettings
 from .estimates import Estimate
-from .plan import Reservation, Running, RunningIndex, StartSearch, earliest_start
+from .plan import KnownTrial, Reservation, Running, RunningIndex, StartSearch, earliest_start
 from .queue import RootKey
 
 if TYPE_CHECKING:
+    from .plugins import BoolArray
     from .scheduler import Placer, Scheduler
     from .snapshot import Snapshot
 
@@ -48,6 +49,9 @@ class _Found:
     # The root could fit by capacity at no time before this on what the plan saw (-INFINITE: not known).
     fits_from: float
     start_only: bool  # found by a search that read the start alone (its nodes may not be named)
+    # StartSearch.usable of the trial that found `found`, as the snapshot at `found.start` stands (carried
+    # over with the answer while it does): what a later search needs to take that trial over.
+    usable: BoolArray | None = None
 
 
 def _moved_to(
@@ -137,6 +141,13 @@ class EarliestStarts:
     `narrowed`). Fair share's searches up to T are mostly of this kind: short work ended on time (G is its
     release, at most a resolution step away) and other work started, with a release T past the head's
     start, so the search went through every candidate from now to the head's start again.
+
+    The trial there is mostly the old one again: the work that changed runs past the head's start on nodes
+    that could take none of its pods then. Each answer keeps the nodes that could take one at its start
+    (StartSearch.usable, carried along while the answer stands), and the search is given the old trial with
+    the nodes of the work that changed (plan.KnownTrial; the same reservations before the root only): it
+    takes the old nodes over when none of those nodes could take a pod then, before or now (earliest_start
+    says why that is the same trial).
     `tests/sim/test_plan_state.py` checks every reused answer against `earliest_start` run again. Not
     thread-safe; owned by one planner."""
 
@@ -146,6 +157,7 @@ class EarliestStarts:
         self.partly = 0  # answers tried afresh only up to the latest release of the work that changed
         self.bounded = 0  # of those, answers whose search up to that release the capacity bound spared
         self.narrowed = 0  # of the others, searches that the capacity bound narrowed (work only started)
+        self.taken_over = 0  # of the searches up to T, those that took the old trial over (KnownTrial)
         self._found: dict[RootKey, _Found] = {}
 
     def objects_changed(self) -> None:
@@ -195,6 +207,7 @@ class EarliestStarts:
             until: float = INFINITE,
             unfit: tuple[float, float] = (INFINITE, INFINITE),
             last_first: bool | None = None,
+            known: KnownTrial | None = None,
         ) -> StartSearch:
             return earliest_start(
                 scheduler,
@@ -210,15 +223,17 @@ class EarliestStarts:
                 unfit=unfit,
                 start_only=start_only,
                 last_first=last_first,
+                known=known,
             )
 
+        usable: BoolArray | None = None
         changed = self._changed_until(
             before, root, snap, running, reads, estimate, held, now, settings, index
         )
         if before is not None and changed is not None:
             # Only the work refreshed since, all released by `since`, changed: the candidates up to `since`
             # are tried afresh, the old answer stands beyond it.
-            since, gave = changed
+            since, gave, nodes = changed
             self.partly += 1
             short = False  # nothing fit by capacity up to `since`
             if since < before.fits_from:  # none of them fits by capacity (see the class docstring)
@@ -233,21 +248,27 @@ class EarliestStarts:
                 # last candidate is not counted first (it is, to find at once a root that fits nowhere up
                 # to T, when F is not known; see _could_fit). The same times either way.
                 known = before.fits_from > -INFINITE
-                up_to = search(until=since, unfit=(gave, before.fits_from), last_first=not known)
-                found, fits_from = up_to.found, up_to.fits_from
+                # The old trial, taken over where the work that changed leaves it as it was (earliest_start).
+                trial = None
+                if before.found is not None and before.usable is not None and _same_held(before.held, held):
+                    trial = KnownTrial(before.found, before.usable, np.fromiter(nodes, np.intp, len(nodes)))
+                up_to = search(until=since, unfit=(gave, before.fits_from), last_first=not known, known=trial)
+                found, fits_from, usable = up_to.found, up_to.fits_from, up_to.usable
+                self.taken_over += up_to.taken_over
                 short = fits_from >= INFINITE
                 if short:  # nothing fits by capacity up to `since`: not before it, at least
                     fits_from = since
             if found is None and before.found is not None and before.found.start > since:
-                found = _moved_to(before.found, root, running, held, now)
+                # After `since` the snapshot is the one the old trial saw: its usable nodes too.
+                found, usable = _moved_to(before.found, root, running, held, now), before.usable
             elif found is None and before.found is not None:
                 beyond = search(after=since)
-                found = beyond.found
+                found, usable = beyond.found, beyond.usable
                 if short:
                     fits_from = beyond.fits_from
         else:
             whole = search()
-            found, fits_from = whole.found, whole.fits_from
+            found, fits_from, usable = whole.found, whole.fits_from, whole.usable
         if not any(pi.claims for pi in place.pods):
             log = None
             if index is not None and running.timeless and index.counts_running_only():
@@ -266,6 +287,7 @@ class EarliestStarts:
                 log,
                 fits_from,
                 start_only,
+                usable,
             )
         else:
             self._found.pop(root, None)
@@ -283,7 +305,7 @@ class EarliestStarts:
         now: float,
         settings: PlanSettings,
         index: RunningIndex | None,
-    ) -> tuple[float, float] | None:
+    ) -> tuple[float, float, set[int]] | None:
         """When the old answer was found with the snapshot counting running work only, and since then only
         running work and the reservations before the root changed (no other pod, object or setting; the
         root itself not running): T, the latest release, before or after, of the work that changed, and the
@@ -291,7 +313,9 @@ class EarliestStarts:
         `now`. Beyond it every candidate time, what the snapshot holds then and the nodes the reservations
         hold against the root are as the old plan saw them. And G, a time from which the work that changed
         holds at least what it held in the old plan (RunningIndex.log: the latest time before which any of
-        it may have given room back; -INFINITE: it only took room). None when that does not apply."""
+        it may have given room back; -INFINITE: it only took room). And the nodes that work held then or
+        holds now: the only nodes whose snapshot at a candidate time may differ. None when that does not
+        apply."""
         if (
             before is None
             or index is None
@@ -303,10 +327,12 @@ class EarliestStarts:
         ):
             return None
         since, gave = now, -INFINITE
-        for changed, released, gave_until in index.log[before.log[1] :]:
+        nodes: set[int] = set()
+        for changed, released, gave_until, held_nodes in index.log[before.log[1] :]:
             if changed == root or released >= INFINITE:
                 return None
             since, gave = max(since, released), max(gave, gave_until)
+            nodes |= held_nodes
         if not _same_held(before.held, held):
             differ = Counter(map(_held_nodes, before.held))
             differ.subtract(map(_held_nodes, held))
@@ -315,7 +341,7 @@ class EarliestStarts:
                     if end >= INFINITE:
                         return None
                     since = max(since, end, settings.round_up(end))
-        return since, gave
+        return since, gave, nodes
 
     def _same_reads(
         self,

@@ -459,6 +459,11 @@ class Evaluator:
             refusal=refusal,
         )
 
+    @property
+    def fits_resources(self) -> bool:
+        """Whether NodeResourcesFit filters: a node short of a resource a pod asks for is then no fit."""
+        return self._fit_enabled
+
     def reads_other_pods(self, pi: PodInfo) -> bool:
         """Whether a pods-stage plugin has anything to check for `pi` (else PreFilter and PreScore would all
         Skip): it has host ports, spread constraints or pod affinity, or placed pods carry affinity terms."""

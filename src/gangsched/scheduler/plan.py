@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "INFINITE",
+    "KnownTrial",
     "PlanSettings",
     "Reservation",
     "Running",
@@ -296,9 +297,9 @@ class RunningIndex:
         self.usage_changes = 0  # bumped whenever `_ns_use` may have changed (readers cache what they derive)
         # Every root refreshed, in the order refreshed, as (root, the latest of its release before and after
         # (INFINITE: none known), a time before which the change may have given room back: -INFINITE when
-        # it only took room, at every time (see `_refresh`)); `log_generation` moves when the log starts
-        # over (a reset, or it grew long).
-        self.log: list[tuple[RootKey, float, float]] = []
+        # it only took room, at every time (see `_refresh`), the nodes its pods held before or hold after);
+        # `log_generation` moves when the log starts over (a reset, or it grew long).
+        self.log: list[tuple[RootKey, float, float, frozenset[int]]] = []
         self.log_generation = 0
         # Roots whose start is known, by expected end; the others start "now" at each plan.
         self._by_end = _ByEnd()
@@ -408,9 +409,9 @@ class RunningIndex:
         self._startless.pop(root, None)
         if not entry.pods:
             del self._roots[root]
-            self.log.append((root, released, released))
+            self.log.append((root, released, released, entry.nodes))
             return
-        old_node, old_use = entry.pod_node, entry.pod_use
+        old_node, old_use, old_nodes = entry.pod_node, entry.pod_use, entry.nodes
         estimate = self.estimates.get(root)
         if estimate is None:
             estimate = self.estimates[root] = root_estimate(self.scheduler, root, self.history)
@@ -460,7 +461,7 @@ class RunningIndex:
                 )
             )
         )
-        self.log.append((root, latest, -INFINITE if took else latest))
+        self.log.append((root, latest, -INFINITE if took else latest, old_nodes | entry.nodes))
 
     def _assemble(self, now: float) -> Running:
         roots, by_end = self._roots, self._by_end
@@ -584,6 +585,7 @@ def _could_fit(
     duration: float,
     chunk: int = 4,
     last_first: bool = True,
+    usable: dict[float, BoolArray] | None = None,
 ) -> Iterator[float]:
     """The times (in order) at which the root could fit: exact capacity arithmetic for pods of one
     equivalence class (greedy placement of identical pods fits min(pods, sum over nodes of how many each
@@ -603,7 +605,10 @@ def _could_fit(
     bounded by `until`. An unbounded search's last candidate is the end of all running work of known end,
     where nearly every root fits, and such a search mostly fits early (the root new to a depth-4 plan, on
     the full philly trace: 154 candidates on average, the first fit at the third on the median; 80 of
-    7,868 fit nowhere), so the count was nearly always wasted there."""
+    7,868 fit nowhere), so the count was nearly always wasted there.
+
+    `usable`, when given, gets for each time given the nodes that could take one of the root's pods then
+    (reservations' nodes left out), before the time is given (earliest_start's trial reuse)."""
     if not _counts_capacity(place) or not len(times):
         yield from times.tolist()
         return
@@ -656,7 +661,11 @@ def _could_fit(
         cap = _pods_per_node(back, need, refused)
         for start, end, cols in held:
             cap[np.flatnonzero((span < end) & (start < span + duration))[:, None], cols[None, :]] = 0
-        yield from span[_enough(cap, place.needs, domains)].tolist()
+        fit = _enough(cap, place.needs, domains)
+        if usable is not None:
+            for k in np.flatnonzero(fit).tolist():
+                usable[float(span[k])] = cap[k] > 0
+        yield from span[fit].tolist()
         lo, size = hi, size * 2
 
 
@@ -698,6 +707,33 @@ class StartSearch:
 
     found: Reservation | None
     fits_from: float
+    # The nodes that could take one of the root's pods at `found.start` (the capacity check's view, the
+    # reservations' nodes left out), when its trial read no more than that of the nodes it did not take
+    # (`_trial_reads_resources`): what a later search needs to take the trial over (KnownTrial).
+    usable: BoolArray | None = None
+    taken_over: bool = False  # `found` is a KnownTrial's, taken over without a trial
+
+
+@dataclass(frozen=True, slots=True)
+class KnownTrial:
+    """A trial an earlier search made at `found.start`, which placed the root on `found.nodes`: `usable` is
+    that search's StartSearch.usable, `changed` the nodes whose snapshot at that time may differ since (the
+    nodes of the work that changed: RunningIndex.log). A search given it around the same reservations takes
+    the trial over at that time rather than making it, when no node of `changed` could take one of the
+    root's pods then, in the earlier search or in this one (see earliest_start)."""
+
+    found: Reservation
+    usable: BoolArray
+    changed: npt.NDArray[np.intp]
+
+
+def _trial_reads_resources(scheduler: Scheduler, place: Placer) -> bool:
+    """Whether the root's trial placement reads of a node that none of its pods fits only that it fits
+    none: `_capacity_decides`'s conditions (every pod placed by its resource fit and scores, its class's
+    static verdict and scores, on the nodes of the mask) with NodeResourcesFit on, so that a node where the
+    capacity check counts no pod is one where the cycle finds no fit (masked out, refused statically or
+    short of some resource) and scores nothing."""
+    return scheduler.evaluator().fits_resources and _capacity_decides(scheduler, place)
 
 
 def earliest_start(
@@ -715,6 +751,7 @@ def earliest_start(
     unfit: tuple[float, float] = (INFINITE, INFINITE),
     start_only: bool = False,
     last_first: bool | None = None,
+    known: KnownTrial | None = None,
 ) -> StartSearch:
     """The first time in [now, now + window] at which `place` fits the root around `reservations`, with the
     nodes it then takes (`StartSearch.found`); None if it fits at no such time (or only with work of unknown
@@ -726,6 +763,15 @@ def earliest_start(
     and the reservation found names no nodes and no blockers.
     `last_first`: whether the capacity check counts the last candidate first (`_could_fit`: the same times
     either way); None: only in a search bounded by `until`.
+    `known`: a trial an earlier search made around the same reservations, with the same estimate and pods,
+    on the same snapshot object counting only running work (EarliestStarts). Its nodes are taken over for
+    the trial at its time when no node of `known.changed` could take one of the root's pods then, neither
+    now nor in the earlier search, and both trials read of such nodes only that (`_trial_reads_resources`).
+    Then every other node is in the same state in both snapshots at that time, so each pod of the cycle
+    finds the same nodes fit, with the same scores, and the tie-breaker, started afresh, draws the same
+    node among the same ties; the nodes it takes are among those, so the next pod finds the same again.
+    Most of fair share's partial searches are of this kind: short work started on nodes the head's
+    reservation does not hold and runs past its start, on nodes that cannot take a pod of the head then.
 
     Candidate times are now and the (rounded) expected ends of running work and of reservations. Ties are
     broken by `tie_breaker`, started afresh at each trial; the scheduler's own generator is neither read nor
@@ -755,7 +801,10 @@ def earliest_start(
     # By default the last candidate is counted first only for a search bounded by `until` (see _could_fit).
     if last_first is None:
         last_first = until < INFINITE
-    could = _could_fit(scheduler, root, place, times, running, reservations, duration, last_first=last_first)
+    usable: dict[float, BoolArray] | None = {} if _trial_reads_resources(scheduler, place) else None
+    could = _could_fit(
+        scheduler, root, place, times, running, reservations, duration, last_first=last_first, usable=usable
+    )
     first = next(could, None)
     fits_from = -INFINITE
     if not reservations and _counts_capacity(place):
@@ -769,6 +818,7 @@ def earliest_start(
     undo: list[Callable[[], None]] = []
     gone: list[RunningWork] = []
     next_work = 0
+    taken_over = False
     ties, fresh = _fresh_tie_breaker(scheduler.seed, root)
     cycle_rng, ev.rng = ev.rng, ties
     try:
@@ -780,19 +830,29 @@ def earliest_start(
                     batch.extend(work.pods)
                     gone.append(work)
             next_work = max(next_work, released)
-            if batch:
-                undo.append(snap.remove_many(batch))
-            ties.bit_generator.state = fresh
-            result = place(_free_of(reservations, t, t + duration, len(snap)))
-            if result.code != Code.SUCCESS:
-                continue
-            nodes = frozenset(node for _, node in result.placed)
-            result.revert()
+            if (
+                known is not None
+                and usable is not None
+                and t == known.found.start
+                and not usable[t][known.changed].any()
+                and not known.usable[known.changed].any()
+            ):
+                nodes, domain = known.found.nodes, known.found.domain  # the same trial (see above)
+                taken_over = True
+            else:
+                if batch:
+                    undo.append(snap.remove_many(batch))
+                ties.bit_generator.state = fresh
+                result = place(_free_of(reservations, t, t + duration, len(snap)))
+                if result.code != Code.SUCCESS:
+                    continue
+                nodes = frozenset(node for _, node in result.placed)
+                result.revert()
+                domain = getattr(result, "domain", None)
             blockers = tuple(w for w in gone if w.nodes & nodes)
             ahead = tuple(r.root for r in reservations if r.holds(now, t + duration))
-            domain = getattr(result, "domain", None)
             found = Reservation(root, t, t + duration, nodes, domain, estimate, blockers, ahead)
-            return StartSearch(found, fits_from)
+            return StartSearch(found, fits_from, None if usable is None else usable[t], taken_over)
         return StartSearch(None, fits_from)
     finally:
         ev.rng = cycle_rng
