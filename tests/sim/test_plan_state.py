@@ -50,10 +50,12 @@ def _jobs(seed: int) -> list[Any]:
 
 def _running(r: Running) -> tuple[Any, ...]:
     works = [(w.root, frozenset(w.pods), w.nodes, w.start, w.end, w.overrun, w.estimate) for w in r.works]
-    pods = sorted(
+    pods = sorted(  # the columns no pod holds left out, and they give nothing back
         (int(w), int(n), tuple(u.tolist()))
-        for w, n, u in zip(r.pod_work, r.pod_node, r.pod_use.T, strict=True)
+        for w, n, u, t in zip(r.pod_work, r.pod_node, r.pod_use.T, r.pod_release, strict=True)
+        if w >= 0 or t < np.inf
     )
+    assert all(r.pod_release[c] == t for cs, t in zip(r.work_columns, r.releases, strict=True) for c in cs)
     return works, r.releases.tolist(), pods
 
 

@@ -153,14 +153,18 @@ def root_estimate(scheduler: Scheduler, root: RootKey, history: History | None =
 
 @dataclass(slots=True)
 class Running:
-    """Running work by expected end, with its pods' usage as arrays (per resource row and pod), so that
-    what is free at each candidate time is a few numpy operations rather than a loop over pods."""
+    """Running work by expected end, with its pods' usage as arrays (per resource row and column, a pod a
+    column), so that what is free at each candidate time is a few numpy operations rather than a loop over
+    pods. The columns are in no particular order, and some may belong to no pod (a RunningIndex keeps them
+    in place as roots come and go): `pod_release` is INFINITE there, so nothing is ever given back from
+    them, and `work_columns` names each work's own. Read-only (shared with the RunningIndex that made it)."""
 
     works: list[RunningWork]
     releases: npt.NDArray[np.float64]  # per work: its end rounded up to the plan's grid
-    pod_counts: list[int]  # per work: how many of the pods below are its (they come in the order of works)
+    work_columns: list[list[int]]  # per work: the columns of its pods
     pod_node: npt.NDArray[np.intp]
-    pod_use: npt.NDArray[np.int64]  # [resource row, pod]
+    pod_use: npt.NDArray[np.int64]  # [resource row, column]
+    pod_release: npt.NDArray[np.float64]  # per column: its work's release; INFINITE for no pod
     # Whether `now` shaped nothing here (every start known, no work overrun): then the same running pods
     # give the same Running at any later time before the first expected end (`still_valid`).
     timeless: bool = False
@@ -175,10 +179,21 @@ class Running:
 
     @property
     def pod_work(self) -> npt.NDArray[np.intp]:
-        """Per pod: the index of its work."""
+        """Per column: the index of its pod's work; -1 for a column no pod holds."""
         if self._pod_work is None:
-            self._pod_work = np.repeat(np.arange(len(self.works), dtype=np.intp), self.pod_counts)
+            self._pod_work = np.full(len(self.pod_node), -1, dtype=np.intp)
+            for i, columns in enumerate(self.work_columns):
+                self._pod_work[columns] = i
         return self._pod_work
+
+    def columns_of(self, root: RootKey) -> list[int]:
+        """The columns of the root's running pods."""
+        return [
+            c
+            for w, columns in zip(self.works, self.work_columns, strict=True)
+            if w.root == root
+            for c in columns
+        ]
 
     @property
     def roots(self) -> frozenset[RootKey]:
@@ -213,56 +228,98 @@ class _RunningRoot:
     pod_node: npt.NDArray[np.intp] = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
     pod_use: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
     ns_use: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)  # pod_use summed per namespace
+    columns: list[int] = field(default_factory=list)  # its pods' columns in the RunningIndex's _PodColumns
+
+
+@dataclass(slots=True)
+class _PodColumns:
+    """Every running pod's node, usage and release (its work's end on the plan's grid; INFINITE when not
+    known), a column each, kept in place: a root's pods take free columns and give them back when the root
+    is refreshed, and a free column's release is INFINITE. A plan used to lay every root's arrays out in the
+    order of the works, and each start or end copied them all (two concatenations of a few hundred pods,
+    most of a refresh); the capacity check sums what each pod gives back by time and node, in any order.
+    Arrays handed out to a Running are copied before the next change, never changed under it."""
+
+    node: npt.NDArray[np.intp] = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
+    use: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+    release: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
+    free: list[int] = field(default_factory=list)
+    handed_out: bool = False
+
+    def clear(self, rows: int) -> None:
+        self.node = np.zeros(0, dtype=np.intp)
+        self.use = np.zeros((rows, 0), dtype=np.int64)
+        self.release = np.zeros(0, dtype=np.float64)
+        self.free = []
+        self.handed_out = False
+
+    def _own(self) -> None:
+        if self.handed_out:
+            self.node, self.use, self.release = self.node.copy(), self.use.copy(), self.release.copy()
+            self.handed_out = False
+
+    def take(self, entry: _RunningRoot, release: float) -> None:
+        """Columns for the entry's pods (`entry.columns`), holding its arrays and `release`."""
+        k = len(entry.pod_node)
+        self._own()
+        if len(self.free) < k:
+            n = len(self.node)
+            m = max(2 * n, n + k, 64)
+            node, use = np.zeros(m, dtype=np.intp), np.zeros((len(self.use), m), dtype=np.int64)
+            node[:n], use[:, :n] = self.node, self.use
+            grown = np.full(m, INFINITE, dtype=np.float64)
+            grown[:n] = self.release
+            self.node, self.use, self.release = node, use, grown
+            self.free.extend(range(m - 1, n - 1, -1))
+        free = self.free
+        columns = entry.columns = [free.pop() for _ in range(k)]
+        self.node[columns] = entry.pod_node
+        self.use[:, columns] = entry.pod_use
+        self.release[columns] = release
+
+    def give_back(self, entry: _RunningRoot) -> None:
+        if entry.columns:
+            self._own()
+            self.release[entry.columns] = INFINITE
+            self.free.extend(entry.columns)
+            entry.columns = []
 
 
 @dataclass(slots=True)
 class _ByEnd:
     """The running roots whose start is known, by (expected end, root): the order of a plan's running work,
-    kept sorted as roots change, with their works, releases and pods' arrays laid out in that order. A plan
-    used to concatenate every root's arrays afresh (a few hundred small arrays under a long backlog, after
-    nearly every start under strict FIFO); now a change copies the arrays once, and a plan takes them as they
-    are. Arrays are replaced, never written in place: a Running handed out earlier keeps what it read.
-    `works` and `releases` repeat the entries' own, so that a plan copies a list rather than reading every
-    entry; `release_array` is `releases` as an array, replaced at each change (a plan used to build it from
-    the list: a few hundred floats at every fair-share plan)."""
+    kept sorted as roots change. `works`, `releases` and `columns` repeat the entries' own, so that a plan
+    copies a list rather than reading every entry; `release_array` is `releases` as an array, replaced at
+    each change (a plan used to build it from the list: a few hundred floats at every fair-share plan), never
+    written in place: a Running handed out earlier keeps what it read. The pods' arrays are kept apart, in
+    columns of no order (_PodColumns)."""
 
     keys: list[tuple[float, RootKey]] = field(default_factory=list)
     entries: list[_RunningRoot] = field(default_factory=list)
     works: list[RunningWork] = field(default_factory=list)
     releases: list[float] = field(default_factory=list)
-    counts: list[int] = field(default_factory=list)  # pods of each entry
-    pod_node: npt.NDArray[np.intp] = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
-    pod_use: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+    columns: list[list[int]] = field(default_factory=list)  # of each entry's pods
     release_array: npt.NDArray[np.float64] = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
 
-    def clear(self, rows: int) -> None:
-        for kept in (self.keys, self.entries, self.works, self.releases, self.counts):
+    def clear(self) -> None:
+        for kept in (self.keys, self.entries, self.works, self.releases, self.columns):
             kept.clear()
         self.release_array = np.zeros(0, dtype=np.float64)
-        self.pod_node = np.zeros(0, dtype=np.intp)
-        self.pod_use = np.zeros((rows, 0), dtype=np.int64)
 
     def add(self, entry: _RunningRoot, work: RunningWork) -> None:
         i = bisect.bisect_left(self.keys, (work.end, work.root))
-        at = sum(self.counts[:i])  # where its pods go
         self.keys.insert(i, (work.end, work.root))
         self.entries.insert(i, entry)
         self.works.insert(i, work)
         self.releases.insert(i, entry.release)
-        self.counts.insert(i, len(entry.pod_node))
+        self.columns.insert(i, entry.columns)
         arr = self.release_array
         self.release_array = np.concatenate([arr[:i], np.array([entry.release], dtype=np.float64), arr[i:]])
-        self.pod_node = np.concatenate([self.pod_node[:at], entry.pod_node, self.pod_node[at:]])
-        self.pod_use = np.concatenate([self.pod_use[:, :at], entry.pod_use, self.pod_use[:, at:]], axis=1)
 
     def remove(self, work: RunningWork) -> None:
         i = bisect.bisect_left(self.keys, (work.end, work.root))
-        at = sum(self.counts[:i])
-        n = self.counts[i]
-        del self.keys[i], self.entries[i], self.works[i], self.releases[i], self.counts[i]
+        del self.keys[i], self.entries[i], self.works[i], self.releases[i], self.columns[i]
         self.release_array = np.concatenate([self.release_array[:i], self.release_array[i + 1 :]])
-        self.pod_node = np.concatenate([self.pod_node[:at], self.pod_node[at + n :]])
-        self.pod_use = np.concatenate([self.pod_use[:, :at], self.pod_use[:, at + n :]], axis=1)
 
 
 class RunningIndex:
@@ -303,6 +360,7 @@ class RunningIndex:
         self.log_generation = 0
         # Roots whose start is known, by expected end; the others start "now" at each plan.
         self._by_end = _ByEnd()
+        self._columns = _PodColumns()  # every running pod's node, usage and release
         self._startless: dict[RootKey, None] = {}
         self.root_changes = 0  # bumped whenever `_roots` may have changed (Running.runs)
 
@@ -364,7 +422,8 @@ class RunningIndex:
             self.usage_changes += 1
             self.log.clear()
             self.log_generation += 1
-            self._by_end.clear(len(snap.resources))
+            self._by_end.clear()
+            self._columns.clear(len(snap.resources))
             self._startless.clear()
             keys: Iterable[PodKey] = list(snap.placed)  # the placed pods only: the pending can be many more
         else:
@@ -406,6 +465,7 @@ class RunningIndex:
             self._ns_use[ns] -= use
         if entry.work is not None:
             self._by_end.remove(entry.work)
+        self._columns.give_back(entry)
         self._startless.pop(root, None)
         if not entry.pods:
             del self._roots[root]
@@ -442,8 +502,10 @@ class RunningIndex:
             end = start + estimate.seconds if estimate.seconds is not None else INFINITE
             entry.work = RunningWork(root, tuple(entry.pods), entry.nodes, start, end, estimate)
             entry.release = self.settings.round_up(end)
+            self._columns.take(entry, entry.release)
             self._by_end.add(entry, entry.work)
         else:
+            self._columns.take(entry, INFINITE)  # its release is known only when a plan reads it
             self._startless[root] = None
         latest = max(released, entry.release) if entry.work is not None else INFINITE
         # It only took room when it lost no pod, the pods it had hold what they held (they come first, in
@@ -464,23 +526,25 @@ class RunningIndex:
         self.log.append((root, latest, -INFINITE if took else latest, old_nodes | entry.nodes))
 
     def _assemble(self, now: float) -> Running:
-        roots, by_end = self._roots, self._by_end
+        roots, by_end, columns = self._roots, self._by_end, self._columns
         overrun = bisect.bisect_right(by_end.keys, now, key=itemgetter(0))  # expected to have ended by now
-        if not overrun and not self._startless:  # in order already, with the arrays laid out
+        columns.handed_out = True
+        if not overrun and not self._startless:  # in order already, every column's release known
             return Running(
                 list(by_end.works),
                 by_end.release_array,
-                list(by_end.counts),
-                by_end.pod_node,
-                by_end.pod_use,
+                list(by_end.columns),
+                columns.node,
+                columns.use,
+                columns.release,
                 True,
                 _index=self,
                 _index_changes=self.root_changes,
             )
-        rows = len(self._snap.resources) if self._snap is not None else 0
         kept = list(
             zip(by_end.works[overrun:], by_end.releases[overrun:], by_end.entries[overrun:], strict=True)
         )
+        release = columns.release.copy()  # the late roots' columns are released otherwise here
         late = [root for _, root in by_end.keys[:overrun]] + list(self._startless)
         for root in late:
             entry = roots[root]
@@ -492,16 +556,15 @@ class RunningIndex:
             if work.end <= now:  # overrun: expected to end any moment now
                 work = replace(work, end=now + self.settings.resolution, overrun=True)
             kept.append((work, self.settings.round_up(work.end), entry))
+            release[entry.columns] = kept[-1][1]
         kept.sort(key=lambda w: (w[0].end, w[0].root))
-        entries = [e for _, _, e in kept]
         return Running(
             [w for w, _, _ in kept],
             np.array([r for _, r, _ in kept], dtype=np.float64),
-            [len(e.pods) for e in entries],
-            np.concatenate([e.pod_node for e in entries]) if entries else np.zeros(0, dtype=np.intp),
-            np.concatenate([e.pod_use for e in entries], axis=1)
-            if entries
-            else np.zeros((rows, 0), dtype=np.int64),
+            [e.columns for _, _, e in kept],
+            columns.node,
+            columns.use,
+            release,
             False,
             _index=self,
             _index_changes=self.root_changes,
@@ -617,11 +680,11 @@ def _could_fit(
     c = ev.static_class(place.pods[0])  # its static verdict and vector: the usage is counted here
     rows = [row for row, _ in c.vec.rows]
     n_times, n_nodes = len(times), len(snap)
-    # Usage each pod gives back, at the first candidate time at or after its work's end.
-    work_k = np.searchsorted(times, running.releases, side="left")
+    # Usage each pod gives back, at the first candidate time at or after its work's end (none from a column
+    # no pod holds: its release is INFINITE, after every candidate).
+    pod_k = np.searchsorted(times, running.pod_release, side="left")
     if running.runs(root):  # its own running pods give nothing back to it
-        work_k[[i for i, w in enumerate(running.works) if w.root == root]] = n_times
-    pod_k = work_k[running.pod_work] if len(running.pod_work) else np.zeros(0, dtype=np.intp)
+        pod_k[running.columns_of(root)] = n_times
     pod_node, pod_use = running.pod_node, running.pod_use[rows]
     free = snap.alloc[rows] - snap.used[rows]  # [row, node], before the first candidate time
     need = [v for _, v in c.vec.rows]
