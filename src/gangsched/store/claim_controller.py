@@ -96,10 +96,8 @@ def _sync_group(store: Any, pg: Any) -> None:
         name = _create(store, pg, "PodGroup", "scheduling.k8s.io/v1beta1", c.name, template)
         statuses.append(scheduling_v1beta1.PodGroupResourceClaimStatus(name=c.name, resourceClaimName=name))
     if statuses:
-        if pg.status is None:
-            pg.status = scheduling_v1beta1.PodGroupStatus()
-        pg.status.resourceClaimStatuses = [*(pg.status.resourceClaimStatuses or []), *statuses]
-        store.add(pg)
+        made = [*((pg.status.resourceClaimStatuses if pg.status else None) or []), *statuses]
+        _write_statuses(store, pg, made, scheduling_v1beta1.PodGroupStatus)
 
 
 _WAIT = object()  # the pod's PodGroup has the claim, but its ResourceClaim is not made yet
@@ -153,12 +151,19 @@ def _sync_pod(store: Any, pod: Any, workload_claims: bool) -> None:
         made[pc.name] = str(name)
     if made:  # the merged statuses, sorted by name, as syncPod applies them
         merged = {**recorded, **made}
-        if pod.status is None:
-            pod.status = core_v1.PodStatus()
-        pod.status.resourceClaimStatuses = [
+        statuses = [
             core_v1.PodResourceClaimStatus(name=n, resourceClaimName=merged[n]) for n in sorted(merged)
         ]
-        store.add(pod)
+        _write_statuses(store, pod, statuses, core_v1.PodStatus)
+
+
+def _write_statuses(store: Any, owner: Any, statuses: list[Any], empty_status: Any) -> None:
+    """The controller's status write, the same for a pod and a PodGroup: the owner's
+    status.resourceClaimStatuses become `statuses`, and the store sees the change."""
+    if owner.status is None:
+        owner.status = empty_status()
+    owner.status.resourceClaimStatuses = statuses
+    store.add(owner)
 
 
 def sync_claims(store: Any, *, workload_claims: bool, objects: Iterable[Any] | None = None) -> None:
