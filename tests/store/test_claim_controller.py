@@ -76,6 +76,9 @@ def test_a_missing_template_records_nothing_and_the_retry_records_both_sorted() 
     assert _statuses(store, "p") is None
     first = _claims(store)
     assert [n.rsplit("-", 1)[0] for n in first] == ["p-gpu"]
+    # Changed between the passes (as an allocation would change it): the retry uses the claim as it is
+    # now (findPodResourceClaim finds it by owner and annotation), it does not make it again.
+    next(iter(first.values())).metadata.labels = {"seen": "yes"}
     store.add_all(load_objects([_template("late")], "test", FeatureGates()))
     sync_claims(store, workload_claims=True)
     claims = _claims(store)
@@ -83,6 +86,7 @@ def test_a_missing_template_records_nothing_and_the_retry_records_both_sorted() 
     gpu = next(n for n in claims if n.startswith("p-gpu-"))
     accel = next(n for n in claims if n.startswith("p-accel-"))
     assert gpu in first
+    assert claims[gpu].metadata.labels == {"seen": "yes"}
     assert _statuses(store, "p") == [("accel", accel), ("gpu", gpu)]
     assert claims[accel].metadata.annotations == {"team": "a", ANNOTATION: "accel"}
     assert [(r.kind, r.name) for r in claims[accel].metadata.ownerReferences] == [("Pod", "p")]
