@@ -68,9 +68,7 @@ class LoneFailures:
         self.hits = 0  # cycles answered from a kept failure (for profiles; nothing depends on it)
 
     def get(self, state: tuple[Any, ...], key: Hashable) -> KeptFailure | None:
-        if state != self._state:
-            self._state = state
-            self._kept.clear()
+        if not self._at(state):
             return None
         kept = self._kept.get(key)
         if kept is not None:
@@ -87,9 +85,15 @@ class LoneFailures:
         if post.decision or post.waiting or post.retry:
             return
         (failure,) = result.failures.values()
-        if state != self._state:
-            self._state = state
-            self._kept.clear()
+        self._at(state)
         self._kept[key] = KeptFailure(
             result.message, result.cycle_message, result.wrapped, failure, type(post)
         )
+
+    def _at(self, state: tuple[Any, ...]) -> bool:
+        """Whether `state` is the one the kept failures belong to; if not, it becomes it, with none kept."""
+        if state == self._state:
+            return True
+        self._state = state
+        self._kept.clear()
+        return False
