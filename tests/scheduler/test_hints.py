@@ -3,9 +3,11 @@ woken for nothing gets no full cycle (the room bound)."""
 
 from __future__ import annotations
 
+import math
+from types import SimpleNamespace
 from typing import Any
 
-from gangsched.scheduler import Scheduler, Timeline, run_until_stable
+from gangsched.scheduler import Scheduler, Timeline, hints, run_until_stable
 from gangsched.store import Store
 
 from .builders import bound, build, gang, group, node, pod
@@ -99,3 +101,61 @@ def test_woken_roots_that_the_room_bound_rules_out_get_no_full_cycle() -> None:
     assert (scheduler.cycles - cycles, scheduler.skipped) == (1, 1)
     b0 = store.get("Pod", ("default", "b-0"))
     assert next(c for c in b0.status.conditions if c.type == "PodScheduled").reason == "Unschedulable"
+
+
+# --- the walk bounded by estimates, on the index alone (hints.RoomWaiters) ---
+
+
+def _index(estimates: dict[str, float]) -> tuple[hints.RoomWaiters, Any]:
+    """Roots named by `estimates` (seconds), each needing 1 pod of one class, waiting in name order."""
+    waiters = hints.RoomWaiters(estimate=lambda root: estimates[root[2]])
+    like = SimpleNamespace(signature="one-gpu")
+    for name in sorted(estimates):
+        waiters.wait(("Pod", "default", name), (name,), hints.RoomNeed(like, 1))
+    return waiters, like
+
+
+def _bounded_walk(
+    waiters: hints.RoomWaiters, room: int, longest: float, own: frozenset[Any] = frozenset()
+) -> list[str]:
+    """A release with `room` pods' room, under a planner that refuses every root expected to run longer than
+    `longest` but those of `own` (every root is ready)."""
+    fits = hints.Fits(lambda root, like, need: True, lambda like, need: longest, own)
+    return [root[2] for root in waiters.wake(lambda like: room, lambda root: True, fits)]
+
+
+def test_a_bounded_walk_wakes_the_roots_of_one_band_one_after_another() -> None:
+    """a to e run 100 s (one band), f runs a day. Room for 3 and a bound of 1000 s: a, b and c, in queue
+    order. Each woken root leaves its band at once, so the walk must read the next root where it stands (a
+    walk that moved on by one there would wake a, c and e)."""
+    waiters, _ = _index({"a": 100.0, "b": 100.0, "c": 100.0, "d": 100.0, "e": 100.0, "f": 86400.0})
+    assert _bounded_walk(waiters, 3, 1000.0) == ["a", "b", "c"]
+    assert _bounded_walk(waiters, 3, 1000.0) == ["d", "e"]  # f is refused: it runs longer
+
+
+def test_a_bounded_walk_merges_its_bands_and_the_reserved_roots_in_queue_order() -> None:
+    """a and d run 100 s, b and e 500 s (another band), c a day but holds a reservation of its own: room for
+    4 wakes a, b, c and d in queue order; e waits (the room is used up)."""
+    waiters, _ = _index({"a": 100.0, "b": 500.0, "c": 86400.0, "d": 100.0, "e": 500.0})
+    own = frozenset({("Pod", "default", "c")})
+    assert _bounded_walk(waiters, 4, 1000.0, own) == ["a", "b", "c", "d"]
+
+
+def test_a_bounded_walk_reads_the_band_that_starts_at_the_bound() -> None:
+    """A root expected to run exactly as long as the bound is let through by the planner, so its band, which
+    starts at its estimate (2 s: band 4 starts at 2^(4/4) s), must be read; one a hair longer is refused."""
+    waiters, _ = _index({"a": 2.0, "b": 2.0 * (1 + 1e-9)})
+    assert hints._band_start(hints._band(2.0)) == 2.0
+    assert _bounded_walk(waiters, 2, 2.0) == ["a"]
+    assert _bounded_walk(waiters, 2, 2.0 * (1 + 1e-9)) == ["b"]
+
+
+def test_the_last_band_within_a_bound_is_the_highest_band_starting_within_it() -> None:
+    """A walk reads the bands up to `_last_band_within(longest)`: exactly those whose start is within it."""
+    bounds = [-1.0, 0.0, 0.5, 1.0, 2**0.25, 2**0.25 - 1e-12, 2.0, 3.0, 60.0, 3600.0, 86400.0 * 7, 1e12]
+    bounds += [hints._band_start(b) * f for b in range(1, 200) for f in (1.0, 1 - 1e-15, 1 + 1e-15)]
+    for longest in bounds:
+        expected = max((b for b in range(-2, 400) if hints._band_start(b) <= longest), default=-math.inf)
+        last = hints._last_band_within(longest)
+        assert last == expected, (longest, last, expected)
+    assert hints._last_band_within(math.inf) == math.inf
