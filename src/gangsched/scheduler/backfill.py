@@ -304,11 +304,15 @@ class Backfill:
                 for row, v in vec.rows:
                     if row < n_rows:
                         row_use[row] += v
-        # Python ints over Python floats: the same float quotients as numpy's int64 / float64 gave.
-        shares = {
-            ns: max((u[row] / total for row, total in offered), default=0.0) / weights.get(ns, 1.0)
-            for ns, u in used.items()
-        }
+        # Python ints over Python floats: the same float quotients as numpy's int64 / float64 gave. No
+        # quotient is below 0.0 (usage and totals are not), so starting the maximum there changes none.
+        shares = {}
+        for ns, u in used.items():
+            share = 0.0
+            for row, total in offered:
+                if (q := u[row] / total) > share:
+                    share = q
+            shares[ns] = share / weights.get(ns, 1.0)
         self._shares = (snap, (index.usage_changes, n_rows), shares) if from_index else None
         return shares
 

@@ -215,6 +215,16 @@ class Running:
         return self.timeless and (not self.works or self.works[0].end > now)
 
 
+def _read_only(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    a.flags.writeable = False
+    return a
+
+
+# A new running root's arrays before its first refresh (shared: a root's arrays are replaced, never written).
+_NO_NODES: npt.NDArray[np.intp] = _read_only(np.zeros(0, dtype=np.intp))
+_NO_USE: npt.NDArray[np.int64] = _read_only(np.zeros((0, 0), dtype=np.int64))
+
+
 @dataclass(slots=True)
 class _RunningRoot:
     """What a running root's pods say, apart from the time: `work` is its RunningWork when its start is
@@ -225,8 +235,8 @@ class _RunningRoot:
     nodes: frozenset[int] = frozenset()
     work: RunningWork | None = None
     release: float = INFINITE
-    pod_node: npt.NDArray[np.intp] = field(default_factory=lambda: np.zeros(0, dtype=np.intp))
-    pod_use: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.int64))
+    pod_node: npt.NDArray[np.intp] = field(default_factory=lambda: _NO_NODES)  # read-only, shared
+    pod_use: npt.NDArray[np.int64] = field(default_factory=lambda: _NO_USE)
     ns_use: dict[str, npt.NDArray[np.int64]] = field(default_factory=dict)  # pod_use summed per namespace
     columns: list[int] = field(default_factory=list)  # its pods' columns in the RunningIndex's _PodColumns
 
@@ -272,6 +282,13 @@ class _PodColumns:
             self.node, self.use, self.release = node, use, grown
             self.free.extend(range(m - 1, n - 1, -1))
         free = self.free
+        if k == 1:  # most roots are one pod: plain indexing, a tenth of a fancy index's cost
+            c = free.pop()
+            entry.columns = [c]
+            self.node[c] = entry.pod_node[0]
+            self.use[:, c] = entry.pod_use[:, 0]
+            self.release[c] = release
+            return
         columns = entry.columns = [free.pop() for _ in range(k)]
         self.node[columns] = entry.pod_node
         self.use[:, columns] = entry.pod_use
@@ -280,7 +297,10 @@ class _PodColumns:
     def give_back(self, entry: _RunningRoot) -> None:
         if entry.columns:
             self._own()
-            self.release[entry.columns] = INFINITE
+            if len(entry.columns) == 1:
+                self.release[entry.columns[0]] = INFINITE
+            else:
+                self.release[entry.columns] = INFINITE
             self.free.extend(entry.columns)
             entry.columns = []
 
@@ -351,6 +371,7 @@ class RunningIndex:
         self._last: Running | None = None
         self._moved = True  # running pods changed since `_last` was assembled
         self._ns_use: dict[str, npt.NDArray[np.int64]] = {}  # every running pod's use, per namespace
+        self._vectors: dict[tuple[tuple[int, int], ...], npt.NDArray[np.int64]] = {}  # rows as a column
         self.usage_changes = 0  # bumped whenever `_ns_use` may have changed (readers cache what they derive)
         # Every root refreshed, in the order refreshed, as (root, the latest of its release before and after
         # (INFINITE: none known), a time before which the change may have given room back: -INFINITE when
@@ -408,6 +429,8 @@ class RunningIndex:
     def _sync(self) -> None:
         """Look again at the pods that changed (all of them after `reset`); `_moved` when any did."""
         snap = self.scheduler.snapshot()
+        if not self._dirty and not self._all and snap is self._snap and len(snap.resources) == self._rows:
+            return  # nothing changed since the last read (a plan asks three or four times)
         if snap is not self._snap or len(snap.resources) != self._rows:
             self._all = True
         touched: dict[RootKey, None] = {}
@@ -419,6 +442,7 @@ class RunningIndex:
             self._roots.clear()
             self._dirty.clear()
             self._ns_use = {}
+            self._vectors = {}  # the rows may have changed
             self.usage_changes += 1
             self.log.clear()
             self.log_generation += 1
@@ -475,27 +499,48 @@ class RunningIndex:
         estimate = self.estimates.get(root)
         if estimate is None:
             estimate = self.estimates[root] = root_estimate(self.scheduler, root, self.history)
-        pods = [self.scheduler.pod(key) for key in entry.pods]
-        starts = [t for pi in pods if (t := started_at(pi.pod)) is not None]
+        pod_of = self.scheduler.pod
+        starts = [t for key in entry.pods if (t := started_at(pod_of(key).pod)) is not None]
         placed = [snap.placed[key] for key in entry.pods]
-        entry.pod_node = np.array([node for node, _ in placed], dtype=np.intp)
-        entry.pod_use = np.zeros((len(snap.resources), len(placed)), dtype=np.int64)
-        for j, (_, vec) in enumerate(placed):
-            for row, v in vec.rows:
-                entry.pod_use[row, j] = v
+        nodes = [node for node, _ in placed]
+        entry.pod_node = np.array(nodes, dtype=np.intp)
+        # Each pod's usage as a column of the rows, read once per distinct vector (a gang's pods mostly
+        # share one, and jobs repeat a few shapes): the same integers as writing each row of each pod.
+        vectors = self._vectors
+        cols = []
+        for _, vec in placed:
+            col = vectors.get(vec.rows)
+            if col is None:
+                col = vectors[vec.rows] = np.zeros(len(snap.resources), dtype=np.int64)
+                for row, v in vec.rows:
+                    col[row] = v
+                col.flags.writeable = False
+            cols.append(col)
+        first = cols[0]
+        alike = all(c is first for c in cols)
+        if len(cols) == 1:  # most roots: a view of the kept column (read-only, never written here)
+            entry.pod_use = first[:, None]
+        else:
+            entry.pod_use = np.repeat(first[:, None], len(cols), axis=1) if alike else np.stack(cols, axis=1)
         # Summed per namespace, a namespace's columns at once (a root's pods share one namespace, mostly;
-        # fair share reads these sums at every plan, and every start and end is refreshed before it).
-        columns: dict[str, list[int]] = {}
-        for j, (ns, _) in enumerate(entry.pods):
-            columns.setdefault(ns, []).append(j)
-        entry.ns_use = {
-            ns: entry.pod_use.sum(axis=1) if len(js) == len(placed) else entry.pod_use[:, js].sum(axis=1)
-            for ns, js in columns.items()
-        }
-        for ns, use in entry.ns_use.items():
-            total = self._ns_use.get(ns)
-            self._ns_use[ns] = use.copy() if total is None else total + use
-        entry.estimate, entry.nodes = estimate, frozenset(entry.pod_node.tolist())
+        # fair share reads these sums at every plan, and every start and end is refreshed before it). Pods
+        # alike in one namespace sum to one column times their count: the same int64 sums.
+        ns = next(iter(entry.pods))[0]
+        if all(key[0] == ns for key in entry.pods):
+            k = len(cols)
+            entry.ns_use = {ns: first if k == 1 else first * k if alike else entry.pod_use.sum(axis=1)}
+        else:
+            columns: dict[str, list[int]] = {}
+            for j, (pod_ns, _) in enumerate(entry.pods):
+                columns.setdefault(pod_ns, []).append(j)
+            entry.ns_use = {pod_ns: entry.pod_use[:, js].sum(axis=1) for pod_ns, js in columns.items()}
+        for pod_ns, use in entry.ns_use.items():
+            total = self._ns_use.get(pod_ns)
+            if total is None:
+                self._ns_use[pod_ns] = use.copy()
+            else:
+                total += use  # in place, as an end takes it out: no reader keeps the array
+        entry.estimate, entry.nodes = estimate, frozenset(nodes)
         entry.work, entry.release = None, INFINITE
         if starts:
             start = min(starts)
