@@ -112,3 +112,24 @@ def test_a_gang_counts_no_room_its_own_running_pods_give_back(chunk: int, last_f
             _could_fit(scheduler, root, place, times, running, [], 200.0, chunk=chunk, last_first=last_first)
         )
         assert fits == want[name], name
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 4, 100])
+def test_a_reservation_holds_over_its_interval_and_not_at_its_ends(chunk: int) -> None:
+    """Gang of 2 x 4 GPUs, anywhere, running 200 s, around a reservation of n0 over [0, 300) and one of n1
+    over [500, 900). At 300 the first has ended (a reservation holds before its end) and the gang would end
+    at 500, when the second begins (it runs over [300, 500)): n0 and n1 are whole and held by neither, so
+    the gang fits from 300 on (420: n0 and n2, n1 held; 540: n0, n2, n3)."""
+    _, scheduler = scheduler_for([*_running(), *gang("g", 2, 4, duration="200")])
+    root = ("PodGroup", "default", "g")
+    place = scheduler.placer(root)
+    assert place is not None
+    running = running_work(scheduler, 0.0, PlanSettings())
+    times = np.unique(np.concatenate([running.releases, [0.0]]))
+    index = scheduler.snapshot().index
+    held = [
+        Reservation(("Pod", "default", "x"), 0.0, 300.0, frozenset({index["n0"]}), None, Estimate(300.0)),
+        Reservation(("Pod", "default", "y"), 500.0, 900.0, frozenset({index["n1"]}), None, Estimate(400.0)),
+    ]
+    fits = _could_fit(scheduler, root, place, times, running, held, 200.0, chunk=chunk)
+    assert list(fits) == [300.0, 420.0, 540.0]

@@ -149,9 +149,12 @@ class EarliestStarts:
     The trial there is mostly the old one again: the work that changed runs past the head's start on nodes
     that could take none of its pods then. Each answer keeps the nodes that could take one at its start
     (StartSearch.usable, carried along while the answer stands), and the search is given the old trial with
-    the nodes of the work that changed (plan.KnownTrial; the same reservations before the root only): it
-    takes the old nodes over when none of those nodes could take a pod then, before or now (earliest_start
-    says why that is the same trial).
+    the nodes of the work that changed (plan.KnownTrial): it takes the old nodes over when none of those
+    nodes could take a pod then, before or now (earliest_start says why that is the same trial). The
+    reservations before the root may differ too (at depth N, the roots behind a root that started): the
+    nodes of those held by one plan and not the other are given as changed as well, since the trial's node
+    mask may differ there, and only there; a node masked out and a node short of room are alike to a trial
+    (no fit, no score), so when none of them could take a pod in either search, the trial is the same.
     `tests/sim/test_plan_state.py` checks every reused answer against `earliest_start` run again. Not
     thread-safe; owned by one planner."""
 
@@ -254,7 +257,7 @@ class EarliestStarts:
                 known = before.fits_from > -INFINITE
                 # The old trial, taken over where the work that changed leaves it as it was (earliest_start).
                 trial = None
-                if before.found is not None and before.usable is not None and _same_held(before.held, held):
+                if before.found is not None and before.usable is not None:
                     trial = KnownTrial(before.found, before.usable, np.fromiter(nodes, np.intp, len(nodes)))
                 up_to = search(until=since, unfit=(gave, before.fits_from), last_first=not known, known=trial)
                 found, fits_from, usable = up_to.found, up_to.fits_from, up_to.usable
@@ -318,8 +321,8 @@ class EarliestStarts:
         hold against the root are as the old plan saw them. And G, a time from which the work that changed
         holds at least what it held in the old plan (RunningIndex.log: the latest time before which any of
         it may have given room back; -INFINITE: it only took room). And the nodes that work held then or
-        holds now: the only nodes whose snapshot at a candidate time may differ. None when that does not
-        apply."""
+        holds now, with those of the reservations held by one plan and not the other: the only nodes whose
+        snapshot or node mask at a candidate time may differ. None when that does not apply."""
         if (
             before is None
             or index is None
@@ -340,11 +343,12 @@ class EarliestStarts:
         if not _same_held(before.held, held):
             differ = Counter(map(_held_nodes, before.held))
             differ.subtract(map(_held_nodes, held))
-            for (_, end, _), count in differ.items():
+            for (_, end, reserved), count in differ.items():
                 if count:
                     if end >= INFINITE:
                         return None
                     since = max(since, end, settings.round_up(end))
+                    nodes |= reserved  # masked in one search and maybe not in the other
         return since, gave, nodes
 
     def _same_reads(

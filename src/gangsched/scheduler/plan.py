@@ -662,7 +662,7 @@ def _counts_capacity(place: Placer) -> bool:
     return not place.tree and len({pi.signature for pi in place.pods}) == 1
 
 
-def _capacity_decides(scheduler: Scheduler, place: Placer) -> bool:
+def _capacity_decides(scheduler: Scheduler, place: Placer, counts: bool | None = None) -> bool:
     """Whether the root's trial placement succeeds at exactly the times `_could_fit` gives, so that a caller
     that reads only the start (`earliest_start(..., start_only=True)`) needs no trial. So it is for pods of
     one equivalence class (`_counts_capacity`) without a topology key, at least `needs` of them, none using
@@ -677,7 +677,7 @@ def _capacity_decides(scheduler: Scheduler, place: Placer) -> bool:
     The same conditions let topology.py's fast path judge a placement by its counts."""
     if place.tree or place.topology_key is not None or len(place.pods) < place.needs:
         return False
-    if not _counts_capacity(place):
+    if not (_counts_capacity(place) if counts is None else counts):
         return False
     ev = scheduler.evaluator()
     return not ev.snap.nominated and not any(pi.claims or ev.reads_other_pods(pi) for pi in place.pods)
@@ -694,6 +694,7 @@ def _could_fit(
     chunk: int = 4,
     last_first: bool = True,
     usable: dict[float, BoolArray] | None = None,
+    counts: bool | None = None,
 ) -> Iterator[float]:
     """The times (in order) at which the root could fit: exact capacity arithmetic for pods of one
     equivalence class (greedy placement of identical pods fits min(pods, sum over nodes of how many each
@@ -707,17 +708,18 @@ def _could_fit(
 
     Free room only grows with time (work is released, none added), so the last candidate has the most on
     every node: when the root does not fit then, even with no reservation in its way, it fits at no time,
-    and no step is computed. Most of a fair-share plan's checks end there (its head waits for more than the
-    work released by the time EarliestStarts' partial reuse tries up to). That count is made only when
-    `last_first`: it gives the same times either way, and earliest_start asks for it only in a search
-    bounded by `until`. An unbounded search's last candidate is the end of all running work of known end,
-    where nearly every root fits, and such a search mostly fits early (the root new to a depth-4 plan, on
-    the full philly trace: 154 candidates on average, the first fit at the third on the median; 80 of
-    7,868 fit nowhere), so the count was nearly always wasted there.
+    and no step past the first is computed. Most of a fair-share plan's checks end there (its head waits
+    for more than the work released by the time EarliestStarts' partial reuse tries up to). That count is
+    made only when `last_first`, and only when the first step found no time (a root that fits at one fits
+    at the last, so the count would pass): it gives the same times either way, and earliest_start asks for
+    it only in a search bounded by `until`. An unbounded search's last candidate is the end of all running
+    work of known end, where nearly every root fits, and such a search mostly fits early (the root new to
+    a depth-4 plan, on the full philly trace: 154 candidates on average, the first fit at the third on the
+    median; 80 of 7,868 fit nowhere), so the count was nearly always wasted there.
 
     `usable`, when given, gets for each time given the nodes that could take one of the root's pods then
     (reservations' nodes left out), before the time is given (earliest_start's trial reuse)."""
-    if not _counts_capacity(place) or not len(times):
+    if not (_counts_capacity(place) if counts is None else counts) or not len(times):
         yield from times.tolist()
         return
     ev = scheduler.evaluator()
@@ -725,16 +727,26 @@ def _could_fit(
     c = ev.static_class(place.pods[0])  # its static verdict and vector: the usage is counted here
     rows = [row for row, _ in c.vec.rows]
     n_times, n_nodes = len(times), len(snap)
-    # Usage each pod gives back, at the first candidate time at or after its work's end (none from a column
-    # no pod holds: its release is INFINITE, after every candidate).
-    pod_k = np.searchsorted(times, running.pod_release, side="left")
+    # A work's pods give back their usage at the first candidate time at or after its release (works are in
+    # order of release): the works given back by candidate k are those before `upto[k]`. Read per step,
+    # from the works' own columns, not from every column (most give back after the step, or hold no pod).
+    upto = np.searchsorted(running.releases, times, side="right").tolist()
+    works: Sequence[Sequence[int]] = running.work_columns
     if running.runs(root):  # its own running pods give nothing back to it
-        pod_k[running.columns_of(root)] = n_times
-    pod_node, pod_use = running.pod_node, running.pod_use[rows]
+        works = [() if w.root == root else cs for w, cs in zip(running.works, works, strict=True)]
+    pod_node, pod_use = running.pod_node, running.pod_use
     free = snap.alloc[rows] - snap.used[rows]  # [row, node], before the first candidate time
     need = [v for _, v in c.vec.rows]
-    refused = ~c.static_ok
-    held = [(r.start, r.end, r.columns) for r in reservations]
+    refused = np.flatnonzero(~c.static_ok)
+    # The candidates a reservation overlaps (it holds nodes over [start, end), the root would run over
+    # [t, t + duration)) are a run of them: `span < end` holds up to some candidate, `start < span +
+    # duration` from some candidate on, both sums and comparisons as the arrays' own (IEEE doubles).
+    after = (times + duration).tolist()
+    spans = times.tolist()
+    held = [
+        (bisect.bisect_right(after, r.start), bisect.bisect_left(spans, r.end), r.columns)
+        for r in reservations
+    ]
     domains: tuple[npt.NDArray[Any], BoolArray, int] | None = None  # (domain of each node, outside, count)
     if place.topology_key is not None:
         codes = snap.label_codes(place.topology_key)
@@ -743,22 +755,36 @@ def _could_fit(
             values = snap.label_values.get(place.topology_key, {})
             allowed &= np.isin(codes, [values[d] for d in place.fixed_domains if d in values])
         domains = (np.where(allowed, codes, 0), ~allowed, max(int(codes.max()) + 1, 1))
-    if last_first and n_times > chunk:  # the last candidate first (see above)
-        given = np.flatnonzero(pod_k < n_times)
-        last = free.copy()
-        for i in range(len(rows)):
-            np.add.at(last[i], pod_node[given], pod_use[i, given])
-        if not _enough(_pods_per_node(last[None, :, :], need, refused), place.needs, domains)[0]:
-            return
-    lo, size = 0, chunk
+
+    def given_back(first: int, last: int) -> tuple[list[int], list[int]]:
+        """The columns of the works given back after candidate `first - 1` and by candidate `last`, each
+        with its step (the candidate at which it is given back, less `first`)."""
+        columns: list[int] = []
+        steps: list[int] = []
+        w = upto[first - 1] if first else 0
+        for k in range(first, last + 1):
+            for cs in works[w : upto[k]]:
+                columns += cs
+                steps += [k - first] * len(cs)
+            w = max(w, upto[k])
+        return columns, steps
+
+    lo, size, found = 0, chunk, False
     while lo < n_times:
+        if last_first and lo == chunk and not found:  # the last candidate, before a second step (see above)
+            columns, _ = given_back(lo, n_times - 1)  # `free` is the room at the first step's last time
+            last = free.copy()
+            for i, row in enumerate(rows):
+                np.add.at(last[i], pod_node[columns], pod_use[row, columns])
+            if not _enough(_pods_per_node(last[None, :, :], need, refused), place.needs, domains)[0]:
+                return
         hi = min(n_times, lo + size)
-        span = times[lo:hi]
-        given = np.flatnonzero((pod_k >= lo) & (pod_k < hi))
+        columns, steps = given_back(lo, hi - 1)
         back = np.zeros((hi - lo, len(rows), n_nodes), dtype=np.int64)
-        at = (pod_k[given] - lo, pod_node[given])
-        for i in range(len(rows)):
-            np.add.at(back[:, i, :], at, pod_use[i, given])
+        if columns:
+            at = (np.array(steps, dtype=np.intp), pod_node[columns])
+            for i, row in enumerate(rows):
+                np.add.at(back[:, i, :], at, pod_use[row, columns])
         # What is free at each of these times: the room before them plus what was given back by then, summed
         # step by step (np.cumsum along the first axis of so small an array sums each column apart, ten
         # times slower; the same integers).
@@ -767,27 +793,32 @@ def _could_fit(
             back[k] += back[k - 1]
         free = back[-1].copy()  # what is free at the last of these times: where the next step starts
         cap = _pods_per_node(back, need, refused)
-        for start, end, cols in held:
-            cap[np.flatnonzero((span < end) & (start < span + duration))[:, None], cols[None, :]] = 0
+        for first, end, cols in held:
+            a, b = max(first, lo), min(end, hi)
+            if a < b:
+                cap[a - lo : b - lo, cols] = 0
         fit = _enough(cap, place.needs, domains)
+        ks = np.flatnonzero(fit).tolist()
+        found = found or bool(ks)
         if usable is not None:
-            for k in np.flatnonzero(fit).tolist():
-                usable[float(span[k])] = cap[k] > 0
-        yield from span[fit].tolist()
+            for k in ks:
+                usable[spans[lo + k]] = cap[k] > 0
+        yield from (spans[lo + k] for k in ks)
         lo, size = hi, size * 2
 
 
 def _pods_per_node(
-    room: npt.NDArray[np.int64], need: Sequence[int], refused: BoolArray
+    room: npt.NDArray[np.int64], need: Sequence[int], refused: npt.NDArray[np.intp]
 ) -> npt.NDArray[np.int64]:
     """How many of the root's pods each node takes at each time: `room` is [time, row, node], `need` the
     pod's amount per row (every pod asks for a pod slot: one row at least); nodes the static filters refuse
     take none. Row by row, each divided by a scalar (dividing by a broadcast column cost twice as much)."""
-    cap: npt.NDArray[np.int64] = room[:, 0, :] // need[0]
+    cap: npt.NDArray[np.int64] = room[:, 0, :] // need[0] if need[0] != 1 else room[:, 0, :].copy()
     for i in range(1, len(need)):
-        np.minimum(cap, room[:, i, :] // need[i], out=cap)
+        np.minimum(cap, room[:, i, :] // need[i] if need[i] != 1 else room[:, i, :], out=cap)
     np.maximum(cap, 0, out=cap)
-    cap[:, refused] = 0
+    if len(refused):
+        cap[:, refused] = 0
     return cap
 
 
@@ -817,7 +848,7 @@ class StartSearch:
     fits_from: float
     # The nodes that could take one of the root's pods at `found.start` (the capacity check's view, the
     # reservations' nodes left out), when its trial read no more than that of the nodes it did not take
-    # (`_trial_reads_resources`): what a later search needs to take the trial over (KnownTrial).
+    # (see earliest_start's `usable`): what a later search needs to take the trial over (KnownTrial).
     usable: BoolArray | None = None
     taken_over: bool = False  # `found` is a KnownTrial's, taken over without a trial
 
@@ -825,23 +856,15 @@ class StartSearch:
 @dataclass(frozen=True, slots=True)
 class KnownTrial:
     """A trial an earlier search made at `found.start`, which placed the root on `found.nodes`: `usable` is
-    that search's StartSearch.usable, `changed` the nodes whose snapshot at that time may differ since (the
-    nodes of the work that changed: RunningIndex.log). A search given it around the same reservations takes
-    the trial over at that time rather than making it, when no node of `changed` could take one of the
-    root's pods then, in the earlier search or in this one (see earliest_start)."""
+    that search's StartSearch.usable, `changed` the nodes whose snapshot or node mask at that time may
+    differ since (the nodes of the work that changed: RunningIndex.log; and of the reservations before the
+    root held by one search and not the other). A search given it takes the trial over at that time rather
+    than making it, when no node of `changed` could take one of the root's pods then, in the earlier search
+    or in this one (see earliest_start)."""
 
     found: Reservation
     usable: BoolArray
     changed: npt.NDArray[np.intp]
-
-
-def _trial_reads_resources(scheduler: Scheduler, place: Placer) -> bool:
-    """Whether the root's trial placement reads of a node that none of its pods fits only that it fits
-    none: `_capacity_decides`'s conditions (every pod placed by its resource fit and scores, its class's
-    static verdict and scores, on the nodes of the mask) with NodeResourcesFit on, so that a node where the
-    capacity check counts no pod is one where the cycle finds no fit (masked out, refused statically or
-    short of some resource) and scores nothing."""
-    return scheduler.evaluator().fits_resources and _capacity_decides(scheduler, place)
 
 
 def earliest_start(
@@ -871,13 +894,15 @@ def earliest_start(
     and the reservation found names no nodes and no blockers.
     `last_first`: whether the capacity check counts the last candidate first (`_could_fit`: the same times
     either way); None: only in a search bounded by `until`.
-    `known`: a trial an earlier search made around the same reservations, with the same estimate and pods,
-    on the same snapshot object counting only running work (EarliestStarts). Its nodes are taken over for
-    the trial at its time when no node of `known.changed` could take one of the root's pods then, neither
-    now nor in the earlier search, and both trials read of such nodes only that (`_trial_reads_resources`).
-    Then every other node is in the same state in both snapshots at that time, so each pod of the cycle
-    finds the same nodes fit, with the same scores, and the tie-breaker, started afresh, draws the same
-    node among the same ties; the nodes it takes are among those, so the next pod finds the same again.
+    `known`: a trial an earlier search made with the same estimate and pods, on the same snapshot object
+    counting only running work, around reservations that differ from these only on nodes of
+    `known.changed` (EarliestStarts). Its nodes are taken over for the trial at its time when no node of
+    `known.changed` could take one of the root's pods then, neither now nor in the earlier search, and both
+    trials read of such nodes only that (see `usable` below): a node masked out by a reservation and one
+    short of room are alike to the cycle (no fit, no score, not among the ties). Then every other node is
+    in the same state and mask in both searches at that time, so each pod of the cycle finds the same
+    nodes fit, with the same scores, and the tie-breaker, started afresh, draws the same node among the
+    same ties; the nodes it takes are among those, so the next pod finds the same again.
     Most of fair share's partial searches are of this kind: short work started on nodes the head's
     reservation does not hold and runs past its start, on nodes that cannot take a pod of the head then.
 
@@ -903,23 +928,44 @@ def earliest_start(
     first_of_its_value[0] = True
     np.not_equal(times[1:], times[:-1], out=first_of_its_value[1:])
     times = times[first_of_its_value]
-    times = times[(times >= now) & (times <= min(horizon, until)) & (times < INFINITE) & (times > after)]
+    # In order: those in [now, min(horizon, until)], finite and after `after` are one run of them.
+    times = times[
+        max(times.searchsorted(now, "left"), times.searchsorted(after, "right")) : min(
+            times.searchsorted(min(horizon, until), "right"), times.searchsorted(INFINITE, "left")
+        )
+    ]
     if unfit[0] < unfit[1]:
         times = times[(times < unfit[0]) | (times >= unfit[1])]
     # By default the last candidate is counted first only for a search bounded by `until` (see _could_fit).
     if last_first is None:
         last_first = until < INFINITE
-    usable: dict[float, BoolArray] | None = {} if _trial_reads_resources(scheduler, place) else None
+    counts = _counts_capacity(place)  # read once per search: a set over the root's pods, and so on
+    decides = counts and _capacity_decides(scheduler, place, counts)
+    # The trial reads of a node that none of the root's pods fits only that it fits none when the capacity
+    # check decides it (every pod placed by its resource fit and scores, its class's static verdict and
+    # scores, on the nodes of the mask) with NodeResourcesFit on: a node where the check counts no pod is
+    # then one where the cycle finds no fit (masked out, refused statically or short of some resource) and
+    # scores nothing. Only then are the nodes that could take a pod kept (`usable`: see `known`).
+    usable: dict[float, BoolArray] | None = {} if decides and ev.fits_resources else None
     could = _could_fit(
-        scheduler, root, place, times, running, reservations, duration, last_first=last_first, usable=usable
+        scheduler,
+        root,
+        place,
+        times,
+        running,
+        reservations,
+        duration,
+        last_first=last_first,
+        usable=usable,
+        counts=counts,
     )
     first = next(could, None)
     fits_from = -INFINITE
-    if not reservations and _counts_capacity(place):
+    if not reservations and counts:
         fits_from = INFINITE if first is None else first
     if first is None:
         return StartSearch(None, fits_from)
-    if start_only and _capacity_decides(scheduler, place):
+    if start_only and decides:
         ahead = tuple(r.root for r in reservations if r.holds(now, first + duration))
         found = Reservation(root, first, first + duration, frozenset(), None, estimate, (), ahead)
         return StartSearch(found, fits_from)
