@@ -106,12 +106,13 @@ def test_woken_roots_that_the_room_bound_rules_out_get_no_full_cycle() -> None:
 # --- the walk bounded by estimates, on the index alone (hints.RoomWaiters) ---
 
 
-def _index(estimates: dict[str, float]) -> tuple[hints.RoomWaiters, Any]:
-    """Roots named by `estimates` (seconds), each needing 1 pod of one class, waiting in name order."""
+def _index(estimates: dict[str, float], needs: dict[str, int] | None = None) -> tuple[hints.RoomWaiters, Any]:
+    """Roots named by `estimates` (seconds), each needing `needs` pods of one class (1 when not given),
+    waiting in name order."""
     waiters = hints.RoomWaiters(estimate=lambda root: estimates[root[2]])
     like = SimpleNamespace(signature="one-gpu")
     for name in sorted(estimates):
-        waiters.wait(("Pod", "default", name), (name,), hints.RoomNeed(like, 1))
+        waiters.wait(("Pod", "default", name), (name,), hints.RoomNeed(like, (needs or {}).get(name, 1)))
     return waiters, like
 
 
@@ -159,3 +160,18 @@ def test_the_last_band_within_a_bound_is_the_highest_band_starting_within_it() -
         last = hints._last_band_within(longest)
         assert last == expected, (longest, last, expected)
     assert hints._last_band_within(math.inf) == math.inf
+
+
+def test_a_bounded_walk_reads_every_need_up_to_the_bound_of_the_least() -> None:
+    """The planner lets a root needing 1 pod through when it runs at most 1000 s, one needing 2 pods at most
+    100 s (there is less room for 2 outside the reservations). a needs 2 and runs 50 s, b needs 1 and runs
+    500 s: room for 3 wakes both (a walk bounded by the larger need's 100 s would leave b asleep)."""
+    estimates = {"a": 50.0, "b": 500.0, "c": 2000.0}
+    waiters, _ = _index(estimates, {"a": 2})
+    bound = {1: 1000.0, 2: 100.0}
+
+    def check(root: Any, like: Any, need: int) -> bool:
+        return estimates[root[2]] <= bound[need]
+
+    fits = hints.Fits(check, lambda like, need: bound[need])
+    assert [root[2] for root in waiters.wake(lambda like: 3, lambda root: True, fits)] == ["a", "b"]

@@ -280,3 +280,29 @@ def test_a_pod_group_joining_a_tree_moves_its_running_work_to_the_tree() -> None
     group["spec"]["workloadRef"] = {"workloadName": "w", "templateName": "g"}
     store.add(load_objects([workload, tree, group], "test", FeatureGates())[2])
     assert roots() == [("CompositePodGroup", "default", "t")]
+
+
+@pytest.mark.parametrize(("seed", "depth"), [(7, 1), (8, 4)])
+def test_the_planners_bound_on_estimates_never_grows_with_the_need(
+    seed: int, depth: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """hints.py asks `Fits.longest` only for the least need of each class it walks: at every release walk,
+    the bound the planner gives a root needing more pods must be at most the bound of one needing fewer."""
+    checked = {"walks": 0, "differ": 0}
+    room_check = Backfill.room_check
+
+    def checking(self: Backfill, now: float) -> Fits | None:
+        fits = room_check(self, now)
+        if fits is not None and fits.longest is not None:
+            for waiting in self.scheduler.waiters._classes.values():
+                bounds = [fits.longest(waiting.like, need) for need in range(1, 9)]
+                assert bounds == sorted(bounds, reverse=True), bounds
+                checked["walks"] += 1
+                checked["differ"] += len(set(bounds)) > 1
+        return fits
+
+    monkeypatch.setattr(Backfill, "room_check", checking)
+    options = SimOptions(policy="gang-backfill", backfill=BackfillSettings(depth=depth), seed=seed)
+    sim = Simulation(Workload(gpu_nodes(4, 8), _jobs(seed)), options).run()
+    assert sum(r.end is not None for r in sim.runs) == 120
+    assert checked["walks"] >= 50 and checked["differ"] >= 10, checked

@@ -270,6 +270,16 @@ def _best(c: _Class) -> tuple[int, array[int]]:
     return c.top, c.ties
 
 
+class _MaskedSum(Struct, eq=False):
+    """A `_Room`'s sum over one read-only mask, which it holds so that the mask's id stays its own, with the
+    mask's cells as Python bools: each count that changes reads one cell of every kept mask, where a numpy
+    scalar read costs several times a list's."""
+
+    mask: BoolArray
+    cells: list[bool]
+    total: int
+
+
 class _Room(Struct, eq=False):
     """How many pods of one class the free capacity of each node holds (0 where its static filters refuse
     them) and their sum, current with the snapshot's change log up to `synced` in `generation`. The counts
@@ -284,7 +294,7 @@ class _Room(Struct, eq=False):
     total: int
     synced: int
     generation: int
-    masked: dict[int, tuple[BoolArray, int]] = msgspec.field(default_factory=dict)
+    masked: dict[int, _MaskedSum] = msgspec.field(default_factory=dict)
 
 
 class _PodsLayer(Struct, eq=False):
@@ -571,20 +581,20 @@ class Evaluator:
                 if delta:
                     room.total += delta
                     per_node[col] = array[col] = count
-                    for key, (mask, total) in masked.items():
-                        if mask[col]:
-                            masked[key] = (mask, total + delta)
+                    for summed in masked.values():
+                        if summed.cells[col]:
+                            summed.total += delta
             room.synced = len(changed)
         if nodes is None:
             return room.total
         kept = room.masked.get(id(nodes))
         if kept is not None:
-            return kept[1]
+            return kept.total
         total = int(room.array[nodes].sum())
         if not nodes.flags.writeable and nodes.base is None:  # a mask that cannot change: its sum is kept
             if len(room.masked) >= _MASKED_KEPT:
                 room.masked.clear()
-            room.masked[id(nodes)] = (nodes, total)
+            room.masked[id(nodes)] = _MaskedSum(nodes, nodes.tolist(), total)
         return total
 
     def _room_everywhere(self, c: _Class) -> _Room:

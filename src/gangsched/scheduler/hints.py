@@ -53,7 +53,9 @@ class Fits(Struct, frozen=True):
     """The planner's view of the room a waiting root may use (Backfill.room_check). `check(root, like,
     need)`: whether it could hold `need` pods like `like`. `longest(like, need)`, when given: an estimate
     (seconds) such that `check` refuses every root needing `need` pods of that class whose estimate is
-    longer, except the roots in `own` (those holding a reservation of their own)."""
+    longer, except the roots in `own` (those holding a reservation of their own). It never grows with
+    `need` (room short of some pods is short of more), so a walk asks it for the least need of the class:
+    that bound covers every need."""
 
     check: Callable[[RootKey, PodInfo, int], bool]
     longest: Callable[[PodInfo, int], float] | None = None
@@ -233,7 +235,7 @@ class RoomWaiters:
         if budget < min(waiting.needs):
             return
         if fits is not None and fits.longest is not None and self.estimate is not None:
-            longest = max(fits.longest(waiting.like, need) for need in waiting.needs)
+            longest = fits.longest(waiting.like, min(waiting.needs))  # the largest over the needs
             if longest < math.inf:
                 yield from self._wake_bounded(waiting, longest, fits, budget, ready, before)
                 return
