@@ -1,0 +1,55 @@
+"""The `gangsched` command imports numpy without the modules that only write its C objects' docstrings
+(gangsched/_numpy_docs_skipped.py), and only the command: numpy works the same, programs that import gangsched
+get numpy's docstrings, and nothing stays on the import path once the CLI is imported. Each case runs in a
+fresh interpreter: this one has imported numpy."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+
+def run(code: str) -> list[str]:
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return done.stdout.split()
+
+
+#: Printed by a process once it has imported what it imports: are numpy's docstrings there, is a docs-only
+#: module a real one, is a finder of ours still on the import path.
+REPORT = (
+    "import sys, numpy; docs = sys.modules['numpy._core._add_newdocs']; "
+    "print(numpy.ndarray.__doc__ is not None, numpy.empty.__doc__ is not None, hasattr(docs, 'add_newdoc'), "
+    "any(type(f).__module__.startswith('gangsched') for f in sys.meta_path))"
+)
+
+
+def test_the_command_imports_numpy_without_its_docstrings() -> None:
+    """entry.main imports the CLI as the console script does (here `--version`, which exits), and the
+    docstrings of numpy's C objects were never written."""
+    code = (
+        "import atexit, sys; sys.argv = ['gangsched', '--version']; "
+        f"atexit.register(lambda: exec({REPORT!r})); "
+        "from gangsched.entry import main; main()"
+    )
+    assert run(code)[-4:] == ["False", "False", "False", "False"]
+
+
+def test_a_program_that_imports_gangsched_gets_numpy_whole() -> None:
+    assert run(f"import gangsched.cli; {REPORT}") == ["True", "True", "True", "False"]
+
+
+def test_numpy_without_its_docstrings_computes_as_numpy() -> None:
+    """What the engine asks of numpy, in a process that imported it without its docstrings, against this
+    process's numpy: masks, reductions, in-place arithmetic, the generator's SeedSequence."""
+    probe = (
+        "import numpy as np; a = np.arange(5000, dtype=np.int64) % 97; m = a >= 40; "
+        "b = np.zeros(5000, dtype=np.int64); b[m] += a[m]; "
+        "print(int(b.sum()), int(np.count_nonzero(m)), int(np.argmax(a)), "
+        "np.flatnonzero(a == 96)[:3].tolist(), "
+        "np.random.SeedSequence(7).generate_state(2).tolist())"
+    )
+    skipped = (
+        "from gangsched._numpy_docs_skipped import skipping_numpy_docs\n"
+        f"with skipping_numpy_docs():\n    import numpy\nassert numpy.ndarray.__doc__ is None\n{probe}"
+    )
+    assert run(skipped) == run(probe)
