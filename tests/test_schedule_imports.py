@@ -49,3 +49,24 @@ UNUSED_STDLIB = ("json", "pathlib", "urllib.parse", "ipaddress")
 
 def test_schedule_of_yaml_files_imports_no_json_pathlib_or_urllib() -> None:
     assert imported_by_schedule(EXAMPLES / "valid/10-podgroup-gang.yaml", UNUSED_STDLIB) == []
+
+
+#: lightkube's modules of the kinds a gang's input (nodes, pods, PodGroups) does not hold: each imported where
+#: it is used (api/kinds.py), about 21M instructions of every start when kinds.py imported them all.
+OTHER_KINDS_MODELS = tuple(
+    f"lightkube.models.{m}"
+    for m in ("batch_v1", "policy_v1", "resource_v1", "scheduling_v1", "scheduling_v1alpha3", "storage_v1")
+)
+
+
+def test_schedule_of_a_gang_imports_no_model_of_the_kinds_it_does_not_hold() -> None:
+    assert imported_by_schedule(EXAMPLES / "eight-gpu", OTHER_KINDS_MODELS) == []
+
+
+def test_schedule_of_jobs_imports_their_models() -> None:
+    """The same check sees a model imported when the input holds its kind (a Job has a CompositePodGroup's
+    scheduling types in its spec)."""
+    assert imported_by_schedule(EXAMPLES / "jobs/gang-job.yaml", OTHER_KINDS_MODELS) == [
+        "lightkube.models.batch_v1",
+        "lightkube.models.scheduling_v1alpha3",
+    ]

@@ -21,17 +21,12 @@ priorityClassName naming no PriorityClass), which upstream's admission would ref
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lightkube.models import (
-    batch_v1,
-    core_v1,
-    meta_v1,
-    resource_v1,
-    scheduling_v1alpha3,
-    scheduling_v1beta1,
-    storage_v1,
-)
+from lightkube.models import core_v1, meta_v1, scheduling_v1beta1
+
+if TYPE_CHECKING:  # the other kinds' models are imported where used (kinds.py): objects are told by kind
+    from lightkube.models import batch_v1
 
 from .errors import FieldError, not_found
 from .kinds import kind_info
@@ -170,17 +165,17 @@ def default_storage_class(classes: Iterable[Any]) -> str | None:
 def claim_defaults(pvc: core_v1.PersistentVolumeClaim, classes: Iterable[Any]) -> None:
     """A PersistentVolumeClaim created in the cluster (by a controller) as the API server stores it:
     volumeMode Filesystem, the default StorageClass among `classes` when it names none."""
-    _storage_defaults(pvc, default_storage_class(classes))
+    _storage_defaults(pvc, "PersistentVolumeClaim", default_storage_class(classes))
 
 
-def _storage_defaults(obj: Any, default_class: str | None) -> None:
-    if isinstance(obj, storage_v1.StorageClass):
+def _storage_defaults(obj: Any, kind: str, default_class: str | None) -> None:
+    if kind == "StorageClass":
         obj.volumeBindingMode = obj.volumeBindingMode or "Immediate"
         obj.reclaimPolicy = obj.reclaimPolicy or "Delete"
-    elif isinstance(obj, core_v1.PersistentVolume) and obj.spec is not None:
+    elif kind == "PersistentVolume" and obj.spec is not None:
         obj.spec.persistentVolumeReclaimPolicy = obj.spec.persistentVolumeReclaimPolicy or "Retain"
         obj.spec.volumeMode = obj.spec.volumeMode or "Filesystem"
-    elif isinstance(obj, core_v1.PersistentVolumeClaim) and obj.spec is not None:
+    elif kind == "PersistentVolumeClaim" and obj.spec is not None:
         obj.spec.volumeMode = obj.spec.volumeMode or "Filesystem"
         if obj.spec.storageClassName is None and default_class is not None:
             obj.spec.storageClassName = default_class
@@ -217,37 +212,44 @@ def apply_defaults(objects: Iterable[Any]) -> list[tuple[Any, FieldError]]:
     """Default every object in place; returns (object, error) for unresolvable references."""
     objects = list(objects)
     resolver = PriorityResolver(o for o in objects if kind_info(o).kind == "PriorityClass")
-    default_class = default_storage_class(o for o in objects if isinstance(o, storage_v1.StorageClass))
+    default_class = default_storage_class(o for o in objects if kind_info(o).kind == "StorageClass")
     problems: list[tuple[Any, FieldError]] = []
     for obj in objects:
         info = kind_info(obj)
+        kind = info.kind
         _ensure_meta(obj, info.namespaced)
         errors: list[FieldError] = []
-        if isinstance(obj, core_v1.Pod):
+        if kind == "Pod":
             errors = _pod_defaults(obj, resolver)
-        elif isinstance(obj, scheduling_v1beta1.PodGroup) and obj.spec is not None:
+        elif kind == "PodGroup" and obj.spec is not None:
             errors = _group_defaults(obj.spec, "spec", resolver, scheduling_v1beta1.DisruptionMode(single={}))
-        elif isinstance(obj, scheduling_v1alpha3.CompositePodGroup) and obj.spec is not None:
+        elif kind == "CompositePodGroup" and obj.spec is not None:
+            from lightkube.models import scheduling_v1alpha3
+
             errors = _group_defaults(
                 obj.spec, "spec", resolver, scheduling_v1alpha3.CompositeDisruptionMode(single={})
             )
-        elif isinstance(obj, scheduling_v1beta1.Workload):
+        elif kind == "Workload":
             errors = _workload_references(obj, resolver)
-        elif isinstance(obj, batch_v1.Job):
+        elif kind == "Job":
             _job_defaults(obj)
-        elif isinstance(obj, resource_v1.ResourceClaim):
+        elif kind == "ResourceClaim":
+            from lightkube.models import resource_v1
+
             if obj.spec is None:  # `spec: null` decodes to the zero value on the API server: no devices
                 obj.spec = resource_v1.ResourceClaimSpec()
             claim_spec_defaults(obj.spec)
-        elif isinstance(obj, resource_v1.ResourceClaimTemplate):
+        elif kind == "ResourceClaimTemplate":
+            from lightkube.models import resource_v1
+
             if obj.spec is None:
                 obj.spec = resource_v1.ResourceClaimTemplateSpec(spec=resource_v1.ResourceClaimSpec())
             elif obj.spec.spec is None:
                 obj.spec.spec = resource_v1.ResourceClaimSpec()
             claim_spec_defaults(obj.spec.spec)
-        elif isinstance(obj, ReplicationController):
+        elif kind == "ReplicationController":
             _replication_controller_defaults(obj)
         else:
-            _storage_defaults(obj, default_class)
+            _storage_defaults(obj, kind, default_class)
         problems.extend((obj, e) for e in errors)
     return problems

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lightkube.models import batch_v1, meta_v1
+from lightkube.models import meta_v1
+
+if TYPE_CHECKING:  # imported where used (api/kinds.py): an input without Jobs never needs batch_v1
+    from lightkube.models import batch_v1
 
 __all__ = ["job_spec", "metadata_of"]
 

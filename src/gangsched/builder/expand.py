@@ -11,12 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from lightkube.models import batch_v1, scheduling_v1
-
 from ..api.defaults import apply_defaults
 from ..api.errors import Problem
 from ..api.gates import FeatureGates
-from ..api.jobset import JobSet
 from ..api.kinds import kind_info
 from ._objects import metadata_of
 from .names import object_uid
@@ -67,16 +64,16 @@ def expand_jobs(
     problems: list[Problem] = []
     source: dict[int, Any] = {}  # id of a created object -> the Job or JobSet it came from
     for obj in objects:
-        if isinstance(obj, batch_v1.Job) and obj.spec is not None and _uid(obj, "Job") not in controlled:
-            from .job import build_job  # here: an input without Jobs never imports the builders (__init__.py)
+        kind = kind_info(obj).kind
+        if kind == "Job" and obj.spec is not None and _uid(obj, "Job") not in controlled:
+            # here: an input without Jobs never imports the builders (__init__.py), nor batch_v1 (kinds.py)
+            from .job import build_job
 
             expansion: Any = build_job(obj, workload_with_job=with_job)
-            kind = "Job"
-        elif isinstance(obj, JobSet) and _uid(obj, "JobSet") not in controlled:
+        elif kind == "JobSet" and _uid(obj, "JobSet") not in controlled:
             from .jobset import build_jobset
 
             expansion = build_jobset(obj, composite_pod_groups=with_composite)
-            kind = "JobSet"
         else:
             out.append(obj)
             continue
@@ -110,7 +107,7 @@ def _default_created(
     """
     given_ids = {id(o) for o in given}
     created = [o for o in out if id(o) not in given_ids]
-    classes = [o for o in given if isinstance(o, scheduling_v1.PriorityClass)]
+    classes = [o for o in given if kind_info(o).kind == "PriorityClass"]
     problems: list[Problem] = []
     for obj, error in apply_defaults([*classes, *created]):
         meta = metadata_of(obj)

@@ -21,7 +21,7 @@ import datetime as dt
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from lightkube.models import meta_v1, resource_v1
+from lightkube.models import meta_v1
 
 from ..api.validation.names import is_extended_resource_name
 from .resources import container_requests
@@ -191,6 +191,8 @@ def special_claim(pod: Any, requests: list[dict[str, Any]]) -> Any:
     """The special claim as preFilterExtendedResources makes it and PreBind creates it: generateName
     `<pod>-extended-resources-`, the pod as controlling owner, the extended-resource-claim annotation, and
     the node's requests (filterExtendedResources). Named as `special_claim_name` here."""
+    from lightkube.models import resource_v1  # imported where used (api/kinds.py): only claims need it
+
     meta = pod.metadata
     spec: Any = resource_v1.ResourceClaimSpec.from_dict({"devices": {"requests": requests}})
     return resource_v1.ResourceClaim(

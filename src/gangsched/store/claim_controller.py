@@ -20,7 +20,7 @@ import copy
 from collections.abc import Iterable
 from typing import Any
 
-from lightkube.models import core_v1, meta_v1, resource_v1, scheduling_v1beta1
+from lightkube.models import core_v1, meta_v1, scheduling_v1beta1
 
 from ..api.owners import is_controlled_by
 from ..scheduler.extended import CLAIM_FINALIZER
@@ -53,6 +53,8 @@ def _create(store: Any, owner: Any, kind: str, api_version: str, claim_name: str
     annotations = dict((template.spec.metadata.annotations or {}) if template.spec.metadata else {})
     annotations[POD_CLAIM_ANNOTATION] = claim_name  # a PodGroup's claims carry it too (handlePodGroupClaim)
     labels = (template.spec.metadata.labels or None) if template.spec.metadata else None
+    from lightkube.models import resource_v1  # imported where used (api/kinds.py): only claims need it
+
     claim = resource_v1.ResourceClaim(
         apiVersion="resource.k8s.io/v1",
         kind="ResourceClaim",

@@ -14,7 +14,7 @@ import heapq
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from lightkube.models import core_v1, meta_v1, resource_v1, scheduling_v1alpha3, scheduling_v1beta1
+from lightkube.models import core_v1, meta_v1, scheduling_v1beta1
 
 from ..api.kinds import kind_info
 from ..scheduler.decision import (
@@ -219,12 +219,12 @@ class Store:
             )
         )
         if group.status is None:
-            status_type = (
-                scheduling_v1beta1.PodGroupStatus
-                if isinstance(group, scheduling_v1beta1.PodGroup)
-                else scheduling_v1alpha3.CompositePodGroupStatus
-            )
-            group.status = status_type()
+            if isinstance(group, scheduling_v1beta1.PodGroup):
+                group.status = scheduling_v1beta1.PodGroupStatus()
+            else:  # a CompositePodGroup's model, imported where used (api/kinds.py)
+                from lightkube.models import scheduling_v1alpha3
+
+                group.status = scheduling_v1alpha3.CompositePodGroupStatus()
         group.status.conditions = conditions
 
     def _bind_volume(self, vb: VolumeBinding) -> None:
@@ -272,6 +272,8 @@ class Store:
         claim = self.get("ResourceClaim", cr.claim)
         if claim is None:
             return
+        from lightkube.models import resource_v1  # imported where used (api/kinds.py)
+
         if claim.status is None:
             claim.status = resource_v1.ResourceClaimStatus()
         if cr.allocation is not None:
@@ -289,6 +291,8 @@ class Store:
         """The special claim, allocated and reserved in one step; emitted as an add whose `old` is the
         object itself, which tells the scheduler it is its own write (nothing to requeue for)."""
         assert cr.create is not None
+        from lightkube.models import resource_v1  # imported where used (api/kinds.py)
+
         claim: Any = resource_v1.ResourceClaim.from_dict(cr.create)
         claim.metadata.finalizers = [CLAIM_FINALIZER]
         claim.status = resource_v1.ResourceClaimStatus.from_dict(
