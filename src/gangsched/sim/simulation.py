@@ -51,30 +51,28 @@ __all__ = ["JobRun", "SimOptions", "Simulation"]
 
 PodKey = tuple[str, str]
 
-# The cyclic garbage collector's first threshold during a replay (CPython's default is 700 allocations net of
-# deallocations). A replay allocates a few dozen tracked objects per cycle and event (Decisions, changes,
-# statuses) that reference counting frees, and keeps what lasts (jobs, pods, the ledger); collecting every 700
-# allocations made a young collection every few events and, through the older generations, full collections
-# over everything kept: about 8% of a replay's CPU. Every 50,000 the young generation is collected 70 times
-# less often; garbage in cycles waits longer, which a replay makes little of (peak RSS the same within 1 MiB
-# on the philly trace, docs/backfill.md "The floor every replay pays").
-REPLAY_GC_THRESHOLD = 50_000
-
-
 @contextlib.contextmanager
 def _replay_gc() -> Iterator[None]:
-    """The collector set for a replay: what exists before it (the workload, the store's objects, modules)
-    frozen out of every collection, and the first threshold at REPLAY_GC_THRESHOLD. Afterwards the
-    thresholds are as they were and nothing is frozen (gc.unfreeze: what was frozen before the replay too,
-    as entry.py's modules), so that a process that replays several times (sweeps, tests) can collect
-    what each replay leaves."""
-    thresholds = gc.get_threshold()
+    """The cyclic garbage collector paused for a replay, and what exists before it (the workload, the store's
+    objects, modules) frozen out of every collection; afterwards the collector is as it was and nothing is
+    frozen (gc.unfreeze: what was frozen before the replay too, as entry.py's modules), so that a process
+    that replays several times (sweeps, tests) collects what each replay leaves.
+
+    Why paused: a replay keeps most of what it makes (jobs, pods, their statuses, the ledger, the report's
+    records), and the collector walks every tracked object it keeps at least twice (young, then middle
+    generation) however its thresholds are set. With the first threshold at 50,000 (CPython's is 700) that
+    was still 4-5 s of a 60 s replay of the philly trace under fair share or depth 4 (7%). Reference counting
+    frees what a replay drops (Decisions, changes, conditions: no cycles among them); the garbage in cycles a
+    replay makes is too little to show in its peak RSS (the five philly replays' the same within 2 MiB with
+    the collector paused: docs/backfill.md, "The floor every replay pays"), and is collected once it ends."""
+    enabled = gc.isenabled()
     gc.freeze()
-    gc.set_threshold(REPLAY_GC_THRESHOLD, *thresholds[1:])
+    gc.disable()
     try:
         yield
     finally:
-        gc.set_threshold(*thresholds)
+        if enabled:
+            gc.enable()
         gc.unfreeze()
 
 
