@@ -51,6 +51,7 @@ __all__ = ["JobRun", "SimOptions", "Simulation"]
 
 PodKey = tuple[str, str]
 
+
 @contextlib.contextmanager
 def _replay_gc() -> Iterator[None]:
     """The cyclic garbage collector paused for a replay, and what exists before it (the workload, the store's
