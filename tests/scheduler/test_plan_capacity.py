@@ -1,6 +1,7 @@
 """The plan's capacity check (plan._could_fit): the candidate times at which a root of identical pods could
-fit, by exact arithmetic on what the running work gives back by each time, computed a few times at a time as
-the plan asks for more. Whatever the step, the times must be those computed here by hand.
+fit, by exact arithmetic on what the running work gives back by each time, counted candidate by candidate as
+the plan asks for more (with `last_first`, the last candidate is counted once the first `chunk` give none).
+Whatever `chunk`, the times must be those computed here by hand, and those counted afresh at each candidate.
 
 Four nodes of 4 GPUs, racks a (n0, n1) and b (n2, n3), running at t = 0 (estimates, on the 60 s grid):
 n0: 4 GPUs until 100 (120); n1: 2 GPUs until 200 (240) and 2 until 300 (300); n2: 4 GPUs until 400 (420);
@@ -23,6 +24,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gangsched.scheduler.backfill_settings import PlanSettings
 from gangsched.scheduler.estimates import Estimate
@@ -133,3 +136,112 @@ def test_a_reservation_holds_over_its_interval_and_not_at_its_ends(chunk: int) -
     ]
     fits = _could_fit(scheduler, root, place, times, running, held, 200.0, chunk=chunk)
     assert list(fits) == [300.0, 420.0, 540.0]
+
+
+def _by_definition(
+    scheduler: Any, root: Any, place: Any, times: Any, running: Any, held: list[Reservation], duration: float
+) -> tuple[list[float], dict[float, Any]]:
+    """The times `_could_fit` must give, each candidate counted afresh: what is free now plus what every
+    running pod but the root's own gives back by then, how many pods of the root's class each node takes
+    (none where its static filters refuse, none on the nodes of a reservation that overlaps the root's run),
+    summed over all nodes or per domain of the topology key; and at each time given, the nodes that take
+    one."""
+    ev = scheduler.evaluator()
+    snap = ev.snap
+    c = ev.static_class(place.pods[0])
+    own = set(running.columns_of(root))
+    codes = snap.label_codes(place.topology_key) if place.topology_key is not None else None
+    out, usable = [], {}
+    for t in times.tolist():
+        free = snap.alloc - snap.used
+        for col in range(len(running.pod_node)):
+            if running.pod_release[col] <= t and col not in own:
+                free[:, running.pod_node[col]] += running.pod_use[:, col]
+        takes = np.array(
+            [
+                min(int(free[row, n]) // v for row, v in c.vec.rows) if c.static_ok[n] else 0
+                for n in range(len(snap))
+            ]
+        ).clip(0)
+        for r in held:
+            if r.start < t + duration and t < r.end:
+                takes[list(r.nodes)] = 0
+        if codes is not None:
+            takes[codes < 0] = 0
+            fits = max(int(takes[codes == d].sum()) for d in range(max(int(codes.max()) + 1, 1)))
+        else:
+            fits = int(takes.sum())
+        if fits >= place.needs:
+            out.append(t)
+            usable[t] = takes > 0
+    return out, usable
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    running_pods=st.lists(
+        st.tuples(st.integers(0, 4), st.integers(1, 4), st.sampled_from([None, 50, 100, 200, 300, 400])),
+        max_size=10,
+    ),
+    size=st.integers(1, 4),
+    gpus=st.integers(1, 4),
+    rack=st.booleans(),
+    own=st.booleans(),
+    reservations=st.lists(
+        st.tuples(
+            st.sampled_from([0.0, 120.0, 240.0, 300.0]), st.integers(60, 600), st.sets(st.integers(0, 4))
+        ),
+        max_size=3,
+    ),
+    chunk=st.integers(1, 5),
+    last_first=st.booleans(),
+)
+def test_the_times_counted_candidate_by_candidate_are_those_counted_afresh(
+    running_pods: list[tuple[int, int, int | None]],
+    size: int,
+    gpus: int,
+    rack: bool,
+    own: bool,
+    reservations: list[tuple[float, int, set[int]]],
+    chunk: int,
+    last_first: bool,
+) -> None:
+    """`_could_fit` counts the first candidate with numpy and each later one from the nodes its released
+    work gives back to, keeping the sums in place: on random running work (n4 has no rack label), the
+    times and nodes it gives are those counted afresh at each candidate."""
+    objects = [
+        node("n0", rack="a"),
+        node("n1", rack="a"),
+        node("n2", rack="b"),
+        node("n3", rack="b"),
+        node("n4"),
+    ]
+    used = [0] * 5
+    for i, (n, want, seconds) in enumerate(running_pods):
+        if used[n] + want <= 4:
+            used[n] += want
+            objects.append(pod(f"r{i}", want, on=f"n{n}", duration=None if seconds is None else str(seconds)))
+    objects += gang("g", size, gpus, duration="200", rack=rack)
+    if own and used[4] + gpus <= 4:
+        objects.append(pod("g-run", gpus, group="g", on="n4"))
+    _, scheduler = scheduler_for(objects)
+    root = ("PodGroup", "default", "g")
+    place = scheduler.placer(root)
+    assert place is not None
+    running = running_work(scheduler, 0.0, PlanSettings())
+    times = np.unique(np.concatenate([running.releases[running.releases < np.inf], [0.0]]))
+    held = [
+        Reservation(
+            ("Pod", "default", f"x{i}"), start, start + length, frozenset(nodes), None, Estimate(length)
+        )
+        for i, (start, length, nodes) in enumerate(reservations)
+    ]
+    usable: dict[float, Any] = {}
+    got = list(
+        _could_fit(scheduler, root, place, times, running, held, 200.0, chunk, last_first, usable=usable)
+    )
+    want, want_usable = _by_definition(scheduler, root, place, times, running, held, 200.0)
+    assert got == want
+    assert usable.keys() == want_usable.keys()
+    for t, nodes in want_usable.items():
+        assert usable[t].tolist() == nodes.tolist(), t

@@ -176,6 +176,9 @@ class Running:
     # index's roots are `works`' roots, and `runs` looks there rather than building `roots`.
     _index: RunningIndex | None = None
     _index_changes: int = -1
+    # `columns_as_lists`' lists, made when first read.
+    _node_list: list[int] | None = None
+    _use_lists: dict[int, list[int]] = field(default_factory=dict)
 
     @property
     def pod_work(self) -> npt.NDArray[np.intp]:
@@ -185,6 +188,17 @@ class Running:
             for i, columns in enumerate(self.work_columns):
                 self._pod_work[columns] = i
         return self._pod_work
+
+    def columns_as_lists(self, rows: Sequence[int]) -> tuple[list[int], list[list[int]]]:
+        """`pod_node` and the rows `rows` of `pod_use`, as Python lists made when first read: the capacity
+        check's scalar steps read a few columns each, where a numpy scalar costs more than its conversion."""
+        if self._node_list is None:
+            self._node_list = self.pod_node.tolist()
+        use = self._use_lists
+        for row in rows:
+            if row not in use:
+                use[row] = self.pod_use[row].tolist()
+        return self._node_list, [use[row] for row in rows]
 
     def columns_of(self, root: RootKey) -> list[int]:
         """The columns of the root's running pods."""
@@ -700,22 +714,24 @@ def _could_fit(
     equivalence class (greedy placement of identical pods fits min(pods, sum over nodes of how many each
     node takes), as topology.py's fast path uses), every time otherwise. Only these times get a real cycle.
 
-    Computed `chunk` times at first, then twice as many at each step, as the caller asks for more: a plan
-    takes the first time whose trial succeeds, mostly the first or second candidate (strict FIFO's new head
-    fits once the next work ends), where the capacity at all of them (a hundred or more under a long
-    backlog) was most of a fresh plan. Everything is read before the first time is given, so the trials
-    that run between the steps (which change the snapshot and put it back) change nothing here.
+    Counted one candidate after another, as the caller asks for more: a plan takes the first time whose
+    trial succeeds, mostly the first to third candidate (the root new to a depth-4 plan on the full philly
+    trace: 154 candidates on average, the first fit at the third on the median), and what changes from one
+    candidate to the next is the few nodes of the work released between them. So the count per node at the
+    first candidate is made with numpy, and each later candidate recounts, in scalar code, only the nodes
+    its released work gives back to, keeping the sum (per domain with a topology key) in place; the
+    reservations that overlap the root's run from a candidate take their nodes' counts out of that sum.
+    Everything is read before the first time is given, so the trials that run between the times (which
+    change the snapshot and put it back) change nothing here.
 
     Free room only grows with time (work is released, none added), so the last candidate has the most on
-    every node: when the root does not fit then, even with no reservation in its way, it fits at no time,
-    and no step past the first is computed. Most of a fair-share plan's checks end there (its head waits
-    for more than the work released by the time EarliestStarts' partial reuse tries up to). That count is
-    made only when `last_first`, and only when the first step found no time (a root that fits at one fits
-    at the last, so the count would pass): it gives the same times either way, and earliest_start asks for
-    it only in a search bounded by `until`. An unbounded search's last candidate is the end of all running
-    work of known end, where nearly every root fits, and such a search mostly fits early (the root new to
-    a depth-4 plan, on the full philly trace: 154 candidates on average, the first fit at the third on the
-    median; 80 of 7,868 fit nowhere), so the count was nearly always wasted there.
+    every node: when the root does not fit then, even with no reservation in its way, it fits at no time.
+    With `last_first`, once the first `chunk` candidates gave no time, the last one is counted (with numpy,
+    every release at once) and the walk ends when the root does not fit there: it gives the same times
+    either way, and earliest_start asks for it only in a search bounded by `until`, where most roots that
+    fit nowhere are found. An unbounded search's last candidate is the end of all running work of known end,
+    where nearly every root fits (80 of 7,868 such searches fit nowhere), so the count was nearly always
+    wasted there.
 
     `usable`, when given, gets for each time given the nodes that could take one of the root's pods then
     (reservations' nodes left out), before the time is given (earliest_start's trial reuse)."""
@@ -726,18 +742,15 @@ def _could_fit(
     snap = ev.snap
     c = ev.static_class(place.pods[0])  # its static verdict and vector: the usage is counted here
     rows = [row for row, _ in c.vec.rows]
-    n_times, n_nodes = len(times), len(snap)
+    need = [v for _, v in c.vec.rows]
+    n_times = len(times)
     # A work's pods give back their usage at the first candidate time at or after its release (works are in
-    # order of release): the works given back by candidate k are those before `upto[k]`. Read per step,
-    # from the works' own columns, not from every column (most give back after the step, or hold no pod).
+    # order of release): the works given back by candidate k are those before `upto[k]`.
     upto = np.searchsorted(running.releases, times, side="right").tolist()
     works: Sequence[Sequence[int]] = running.work_columns
     if running.runs(root):  # its own running pods give nothing back to it
         works = [() if w.root == root else cs for w, cs in zip(running.works, works, strict=True)]
     pod_node, pod_use = running.pod_node, running.pod_use
-    free = snap.alloc[rows] - snap.used[rows]  # [row, node], before the first candidate time
-    need = [v for _, v in c.vec.rows]
-    refused = np.flatnonzero(~c.static_ok)
     # The candidates a reservation overlaps (it holds nodes over [start, end), the root would run over
     # [t, t + duration)) are a run of them: `span < end` holds up to some candidate, `start < span +
     # duration` from some candidate on, both sums and comparisons as the arrays' own (IEEE doubles).
@@ -747,64 +760,90 @@ def _could_fit(
         (bisect.bisect_right(after, r.start), bisect.bisect_left(spans, r.end), r.columns)
         for r in reservations
     ]
-    domains: tuple[npt.NDArray[Any], BoolArray, int] | None = None  # (domain of each node, outside, count)
+    refused = ~c.static_ok
+    domain_of: list[int] | None = None  # with a topology key: each node's domain
+    n_domains = 1
     if place.topology_key is not None:
         codes = snap.label_codes(place.topology_key)
         allowed = codes >= 0
         if place.fixed_domains:
             values = snap.label_values.get(place.topology_key, {})
             allowed &= np.isin(codes, [values[d] for d in place.fixed_domains if d in values])
-        domains = (np.where(allowed, codes, 0), ~allowed, max(int(codes.max()) + 1, 1))
+        domain_of = np.where(allowed, codes, 0).tolist()
+        n_domains = max(int(codes.max()) + 1, 1)
+        refused = refused | ~allowed  # nodes outside every allowed domain take none of the pods
 
-    def given_back(first: int, last: int) -> tuple[list[int], list[int]]:
-        """The columns of the works given back after candidate `first - 1` and by candidate `last`, each
-        with its step (the candidate at which it is given back, less `first`)."""
-        columns: list[int] = []
-        steps: list[int] = []
-        w = upto[first - 1] if first else 0
-        for k in range(first, last + 1):
-            for cs in works[w : upto[k]]:
-                columns += cs
-                steps += [k - first] * len(cs)
-            w = max(w, upto[k])
-        return columns, steps
+    def released(first: int, last: int) -> list[int]:
+        """The columns of the works given back after candidate `first - 1` and by candidate `last`."""
+        return [col for cs in works[(upto[first - 1] if first else 0) : upto[last]] for col in cs]
 
-    lo, size, found = 0, chunk, False
-    while lo < n_times:
-        if last_first and lo == chunk and not found:  # the last candidate, before a second step (see above)
-            columns, _ = given_back(lo, n_times - 1)  # `free` is the room at the first step's last time
-            last = free.copy()
-            for i, row in enumerate(rows):
-                np.add.at(last[i], pod_node[columns], pod_use[row, columns])
-            if not _enough(_pods_per_node(last[None, :, :], need, refused), place.needs, domains)[0]:
+    # What is free at the first candidate: the room now plus what the work released by then gives back.
+    free = snap.alloc[rows] - snap.used[rows]  # [row, node]
+    columns = released(0, 0)
+    if columns:
+        for i, row in enumerate(rows):
+            np.add.at(free[i], pod_node[columns], pod_use[row, columns])
+    no_pods = np.flatnonzero(refused)
+    cap = _pods_per_node(free[None, :, :], need, no_pods)[0].tolist()  # how many pods each node takes
+    ok = (~refused).tolist()
+    room = free.tolist()
+    node_of, use_of = running.columns_as_lists(rows)
+    sums = [0] * n_domains
+    if domain_of is None:
+        sums[0] = sum(cap)
+    else:
+        for node, count in enumerate(cap):
+            sums[domain_of[node]] += count
+    masks: dict[tuple[int, ...], list[int]] = {}  # the nodes held against the root, by the reservations
+
+    found = False
+    for k in range(n_times):
+        if k:
+            changed = set()
+            for col in released(k, k):
+                node = node_of[col]
+                for node_room, use in zip(room, use_of, strict=True):
+                    node_room[node] += use[col]
+                changed.add(node)
+            for node in changed:
+                count = 0
+                if ok[node]:  # _pods_per_node's count, in scalar code (the same integers)
+                    count = room[0][node] // need[0]
+                    for i in range(1, len(need)):
+                        count = min(count, room[i][node] // need[i])
+                    count = max(count, 0)
+                sums[0 if domain_of is None else domain_of[node]] += count - cap[node]
+                cap[node] = count
+        active = tuple(i for i, (first, end, _) in enumerate(held) if first <= k < end)
+        out = masks.get(active)
+        if out is None:
+            out = masks[active] = sorted({n for i in active for n in held[i][2].tolist()})
+        left = sums
+        if out:
+            left = sums.copy()
+            for node in out:
+                left[0 if domain_of is None else domain_of[node]] -= cap[node]
+        if max(left) >= place.needs:
+            found = True
+            if usable is not None:
+                takes = np.array(cap, dtype=np.int64) > 0
+                takes[out] = False
+                usable[spans[k]] = takes
+            yield spans[k]
+        elif last_first and not found and k == chunk - 1 and k < n_times - 1:
+            # The last candidate (see above): the room now, plus every release after this candidate.
+            last = np.array(room, dtype=np.int64)
+            columns = released(k + 1, n_times - 1)
+            if columns:
+                for i, row in enumerate(rows):
+                    np.add.at(last[i], pod_node[columns], pod_use[row, columns])
+            most = _pods_per_node(last[None, :, :], need, no_pods)[0]
+            if domain_of is not None:
+                per_domain = np.zeros(n_domains, dtype=np.int64)
+                np.add.at(per_domain, domain_of, most)
+                most = per_domain
+            if (most.sum() if domain_of is None else most.max()) < place.needs:
                 return
-        hi = min(n_times, lo + size)
-        columns, steps = given_back(lo, hi - 1)
-        back = np.zeros((hi - lo, len(rows), n_nodes), dtype=np.int64)
-        if columns:
-            at = (np.array(steps, dtype=np.intp), pod_node[columns])
-            for i, row in enumerate(rows):
-                np.add.at(back[:, i, :], at, pod_use[row, columns])
-        # What is free at each of these times: the room before them plus what was given back by then, summed
-        # step by step (np.cumsum along the first axis of so small an array sums each column apart, ten
-        # times slower; the same integers).
-        back[0] += free
-        for k in range(1, hi - lo):
-            back[k] += back[k - 1]
-        free = back[-1].copy()  # what is free at the last of these times: where the next step starts
-        cap = _pods_per_node(back, need, refused)
-        for first, end, cols in held:
-            a, b = max(first, lo), min(end, hi)
-            if a < b:
-                cap[a - lo : b - lo, cols] = 0
-        fit = _enough(cap, place.needs, domains)
-        ks = np.flatnonzero(fit).tolist()
-        found = found or bool(ks)
-        if usable is not None:
-            for k in ks:
-                usable[spans[lo + k]] = cap[k] > 0
-        yield from (spans[lo + k] for k in ks)
-        lo, size = hi, size * 2
 
 
 def _pods_per_node(
@@ -820,21 +859,6 @@ def _pods_per_node(
     if len(refused):
         cap[:, refused] = 0
     return cap
-
-
-def _enough(
-    cap: npt.NDArray[np.int64], needs: int, domains: tuple[npt.NDArray[Any], BoolArray, int] | None
-) -> npt.NDArray[np.bool_]:
-    """Per row of `cap` (how many of the root's pods each node takes at one time; changed here): whether
-    the nodes take `needs` of them, all in one allowed domain when the root has a topology key (`domains`:
-    the domain of each node, the nodes outside every allowed one, how many domains)."""
-    if domains is None:
-        return np.asarray(cap.sum(axis=1) >= needs)
-    domain_of, outside, n_domains = domains
-    cap[:, outside] = 0
-    per_domain = np.zeros((len(cap), n_domains), dtype=np.int64)
-    np.add.at(per_domain.T, domain_of, cap.T)
-    return np.asarray(per_domain.max(axis=1) >= needs)
 
 
 @dataclass(frozen=True, slots=True)
