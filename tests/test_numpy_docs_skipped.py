@@ -1,7 +1,8 @@
-"""The `gangsched` command imports numpy without the modules that only write its C objects' docstrings
-(gangsched/_numpy_docs_skipped.py), and only the command: numpy works the same, programs that import gangsched
-get numpy's docstrings, and nothing stays on the import path once the CLI is imported. Each case runs in a
-fresh interpreter: this one has imported numpy."""
+"""The `gangsched` command imports numpy without the modules that only write its C objects' docstrings and
+with NDArray alone of its typing aliases (gangsched/_numpy_docs_skipped.py), and only the command: numpy works
+the same, programs that import gangsched get numpy's docstrings, numpy.typing is numpy's own once the CLI is
+imported, and nothing stays on the import path. Each case runs in a fresh interpreter: this one has imported
+numpy."""
 
 from __future__ import annotations
 
@@ -15,11 +16,11 @@ def run(code: str) -> list[str]:
 
 
 #: Printed by a process once it has imported what it imports: are numpy's docstrings there, is a docs-only
-#: module a real one, is a finder of ours still on the import path.
+#: module a real one, is a finder of ours still on the import path, are numpy's typing aliases imported.
 REPORT = (
     "import sys, numpy; docs = sys.modules['numpy._core._add_newdocs']; "
     "print(numpy.ndarray.__doc__ is not None, numpy.empty.__doc__ is not None, hasattr(docs, 'add_newdoc'), "
-    "any(type(f).__module__.startswith('gangsched') for f in sys.meta_path))"
+    "any(type(f).__module__.startswith('gangsched') for f in sys.meta_path), 'numpy._typing' in sys.modules)"
 )
 
 
@@ -31,11 +32,27 @@ def test_the_command_imports_numpy_without_its_docstrings() -> None:
         f"atexit.register(lambda: exec({REPORT!r})); "
         "from gangsched.entry import main; main()"
     )
-    assert run(code)[-4:] == ["False", "False", "False", "False"]
+    assert run(code)[-5:] == ["False", "False", "False", "False", "False"]
 
 
 def test_a_program_that_imports_gangsched_gets_numpy_whole() -> None:
-    assert run(f"import gangsched.cli; {REPORT}") == ["True", "True", "True", "False"]
+    assert run(f"import gangsched.cli; {REPORT}") == ["True", "True", "True", "False", "True"]
+
+
+def test_numpy_typing_is_numpys_own_after_the_command_imported_numpy() -> None:
+    """The stand-in of numpy's typing aliases is gone once the block is over: numpy.typing imports whole, and
+    numpy.linalg's result tuples carry the annotations they have in a numpy imported as usual."""
+    probe = (
+        "import numpy, numpy.typing as npt, numpy.linalg._linalg as la; "
+        "print(npt.NDArray[numpy.int64], npt.ArrayLike is not None, numpy._typing.__file__ is not None, "
+        "repr([getattr(la, n).__annotations__ for n in "
+        "('EigResult', 'EighResult', 'QRResult', 'SlogdetResult', 'SVDResult')]).replace(' ', ''))"
+    )
+    extras_skipped = (
+        "from gangsched._numpy_docs_skipped import skipping_numpy_extras\n"
+        f"with skipping_numpy_extras():\n    import gangsched.cli\n{probe}"
+    )
+    assert run(extras_skipped) == run(probe)
 
 
 def test_numpy_without_its_docstrings_computes_as_numpy() -> None:
@@ -49,7 +66,7 @@ def test_numpy_without_its_docstrings_computes_as_numpy() -> None:
         "np.random.SeedSequence(7).generate_state(2).tolist())"
     )
     skipped = (
-        "from gangsched._numpy_docs_skipped import skipping_numpy_docs\n"
-        f"with skipping_numpy_docs():\n    import numpy\nassert numpy.ndarray.__doc__ is None\n{probe}"
+        "from gangsched._numpy_docs_skipped import skipping_numpy_extras\n"
+        f"with skipping_numpy_extras():\n    import numpy\nassert numpy.ndarray.__doc__ is None\n{probe}"
     )
     assert run(skipped) == run(probe)

@@ -51,6 +51,13 @@ def test_schedule_of_yaml_files_imports_no_json_pathlib_or_urllib() -> None:
     assert imported_by_schedule(EXAMPLES / "valid/10-podgroup-gang.yaml", UNUSED_STDLIB) == []
 
 
+def test_schedule_imports_no_numpy_typing() -> None:
+    """gangsched's modules import numpy.typing for the type checker only: the `gangsched` command gives
+    numpy.linalg a stand-in of numpy's typing aliases (_numpy_docs_skipped.py), and a numpy.typing imported
+    by the run would import them all (about 50M instructions)."""
+    assert imported_by_schedule(EXAMPLES / "eight-gpu", ("numpy.typing",)) == []
+
+
 #: lightkube's modules of the kinds a gang's input (nodes, pods, PodGroups) does not hold: each imported where
 #: it is used (api/kinds.py), about 21M instructions of every start when kinds.py imported them all.
 OTHER_KINDS_MODELS = tuple(

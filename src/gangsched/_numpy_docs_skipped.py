@@ -1,4 +1,5 @@
-"""Import numpy without the two modules that only write its docstrings: what the `gangsched` command does.
+"""Import numpy without the modules that only write its docstrings or its typing aliases: what the `gangsched`
+command does.
 
 The last thing numpy's `_core` package does when imported is to import `_add_newdocs` and
 `_add_newdocs_scalars`: some 7,500 lines that give numpy's C-implemented functions, types and methods their
@@ -9,10 +10,18 @@ documentation build mocks it out, and under `python -OO` numpy's C `add_docstrin
 calls: numpy with these docstrings unset is a configuration numpy runs in, and gangsched reads no
 docstring or signature of numpy's.
 
-`skipping_numpy_docs()` puts a finder first on `sys.meta_path` for as long as its block lasts (entry.py:
-the CLI's import, which imports numpy); the finder answers for those two module names only, with an empty
-module. Nothing happens when numpy is already imported; programs and tests that import gangsched themselves
-get numpy as usual.
+numpy's typing aliases (`numpy._typing`: ArrayLike, DTypeLike and the other unions behind numpy.typing,
+about 50M instructions, 8-10 ms) are imported by `import numpy` for one name, NDArray, which numpy.linalg
+writes into the annotations of its result tuples (EigResult and four more). The command's modules import
+numpy.typing only for the type checker. So while the block lasts `numpy._typing` is a stand-in that holds
+NDArray alone, made as numpy makes it (`ndarray[tuple[Any, ...], dtype[_ScalarT]]`: linalg's annotations
+are equal to numpy's own), and the block's end takes the stand-in out of `sys.modules` and of numpy's
+namespace: whoever imports numpy.typing or numpy._typing later gets numpy's own.
+
+`skipping_numpy_extras()` puts a finder first on `sys.meta_path` for as long as its block lasts (entry.py:
+the CLI's import, which imports numpy); the finder answers for those three module names only. Nothing
+happens when numpy is already imported; programs and tests that import gangsched themselves get numpy as
+usual.
 """
 
 from __future__ import annotations
@@ -22,43 +31,63 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib.machinery import ModuleSpec
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 if TYPE_CHECKING:
     from importlib.abc import Loader
 
-__all__ = ["DOCS_ONLY", "skipping_numpy_docs"]
+__all__ = ["DOCS_ONLY", "TYPING", "skipping_numpy_extras"]
 
 #: numpy 2's modules that only set docstrings of objects defined in C (numpy/_core/__init__.py imports them).
 DOCS_ONLY = frozenset({"numpy._core._add_newdocs", "numpy._core._add_newdocs_scalars"})
+#: numpy's typing aliases; numpy.linalg imports NDArray from it.
+TYPING = "numpy._typing"
 
 
-class _EmptyDocsModules:
-    """Finder and loader of DOCS_ONLY: each is found here, and made an empty module."""
+class _NumpyExtras:
+    """Finder and loader of DOCS_ONLY, made empty modules, and of TYPING, made a module of NDArray alone."""
 
     def find_spec(
         self, name: str, path: Sequence[str] | None = None, target: Any = None
     ) -> ModuleSpec | None:
         # self is a loader (create_module, exec_module) without importlib.abc's base class, whose module
         # the command would otherwise import for this alone
-        return ModuleSpec(name, cast("Loader", self)) if name in DOCS_ONLY else None
+        return ModuleSpec(name, cast("Loader", self)) if name in DOCS_ONLY or name == TYPING else None
+
+    typing_stand_in: ModuleType | None = None
 
     def create_module(self, spec: ModuleSpec) -> None:
         return None  # the default module object
 
     def exec_module(self, module: ModuleType) -> None:
-        pass
+        if module.__name__ == TYPING:  # numpy/__init__.py imports linalg after numpy._core
+            import numpy as np
+
+            module.NDArray = _nd_array(np)  # type: ignore[attr-defined]
+            self.typing_stand_in = module
+
+
+def _nd_array(np: Any) -> Any:
+    """numpy._typing's NDArray, made as numpy 2 makes it."""
+    return np.ndarray[tuple[Any, ...], np.dtype[TypeVar("_ScalarT", bound=np.generic)]]
 
 
 @contextmanager
-def skipping_numpy_docs() -> Iterator[None]:
-    """numpy, if imported inside the block, is imported without its docstrings (see the module)."""
+def skipping_numpy_extras() -> Iterator[None]:
+    """numpy, if imported inside the block, is imported without its docstrings and with NDArray alone of its
+    typing aliases, which it has whole once the block is over (see the module)."""
     if "numpy" in sys.modules:
         yield
         return
-    finder = _EmptyDocsModules()
+    finder = _NumpyExtras()
     sys.meta_path.insert(0, finder)
     try:
         yield
     finally:
         sys.meta_path.remove(finder)
+        stand_in = finder.typing_stand_in
+        if stand_in is not None and sys.modules.get(TYPING) is stand_in:
+            del sys.modules[TYPING]
+            numpy = sys.modules.get("numpy")
+            if getattr(numpy, "_typing", None) is stand_in:
+                delattr(numpy, "_typing")

@@ -13,8 +13,9 @@ while waiting for work: about 0.1 s of CPU on this project's machine (2 cores, q
 import itself, for a program that calls no BLAS routine (no matrix products: the engine's arrays are
 integer counts and masks). The console script asks for one thread unless the user set a number.
 
-numpy is imported without the modules that only write the docstrings of its C objects
-(_numpy_docs_skipped.py): a seventh of numpy's import, for text a command never shows.
+numpy is imported without the modules that only write the docstrings of its C objects, and with NDArray
+alone of its typing aliases (_numpy_docs_skipped.py): a third of numpy's import, for text a command never
+shows and types only a checker reads.
 """
 
 from __future__ import annotations
@@ -22,14 +23,14 @@ from __future__ import annotations
 import gc
 import os
 
-from ._numpy_docs_skipped import skipping_numpy_docs
+from ._numpy_docs_skipped import skipping_numpy_extras
 
 
 def main() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # read once, when numpy loads OpenBLAS
     gc.disable()
     try:
-        with skipping_numpy_docs():  # numpy's docstrings of its C objects: never shown by a command
+        with skipping_numpy_extras():  # numpy's C objects' docstrings, its typing aliases: never used
             from .cli import OWNS_PROCESS
             from .cli import main as cli
     finally:

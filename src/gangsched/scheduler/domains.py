@@ -7,17 +7,19 @@ from array import array
 from bisect import bisect_left
 from collections.abc import Hashable
 from operator import add, sub
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 import numpy as np
-import numpy.typing as npt
 
 from .snapshot import Snapshot
 
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
 __all__ = ["FEW", "DomainBests", "DomainSums", "NodeValues", "retie"]
 
-Int64Array = npt.NDArray[np.int64]
-Columns = npt.NDArray[np.intp]
+Int64Array: TypeAlias = "npt.NDArray[np.int64]"
+Columns: TypeAlias = "npt.NDArray[np.intp]"
 
 # Up to this many changed nodes are refreshed one by one in scalar code: a group's few nodes cost less so
 # than in a dozen numpy calls on tiny arrays (numpy's per-call overhead dominates below ~50 elements).

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 import numpy as np
-import numpy.typing as npt
 from msgspec import Struct
 
 from .claims_plugins import DRA_NAME, DRA_WEIGHT, PREEMPTIBLE_CLAIM_PLUGINS
@@ -50,7 +49,10 @@ from .podcounts import PodsView
 from .podinfo import PodInfo, PodKey
 from .snapshot import PodVector, Snapshot, split_state
 
-if TYPE_CHECKING:  # built and imported by the scheduler once a pod uses claims (claims_plugins.py)
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    # built and imported by the scheduler once a pod uses claims (claims_plugins.py)
     from .claims_stage import ClaimsStage
 
 __all__ = [

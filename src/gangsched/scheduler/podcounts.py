@@ -11,18 +11,21 @@ gang's cycle are counted like any other pod until the cycle reverts them.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
-import numpy.typing as npt
 from msgspec import Struct
 
 from .podtraits import AffinityTerm, PodTraits
 from .snapshot import Snapshot
 
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
 __all__ = ["DomainCounts", "ExistingTerms", "PodCounts", "PodsView", "TermKey", "TermKind", "carried_terms"]
 
-Int64Array = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
+Int64Array: TypeAlias = "npt.NDArray[np.int64]"
+BoolArray: TypeAlias = "npt.NDArray[np.bool_]"
 # "required-affinity", "required-anti-affinity", "preferred-affinity" or "preferred-anti-affinity"
 TermKind = str
 

@@ -35,14 +35,16 @@ import itertools
 from array import array
 from collections.abc import Callable, Iterable
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
-import numpy.typing as npt
 from msgspec import Struct
 
 from ..api.quantity import QuantityError, milli
 from .podtraits import PodTraits
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 __all__ = ["BASE_RESOURCES", "DRA_SERVED", "PodVector", "Snapshot", "Taint", "split_state"]
 
@@ -67,8 +69,8 @@ _NO_LABELS: dict[str, str] = {}
 _NO_AMOUNTS: dict[str, Any] = {}
 _HOSTNAME = "kubernetes.io/hostname"
 
-Int64Array = npt.NDArray[np.int64]
-BoolArray = npt.NDArray[np.bool_]
+Int64Array: TypeAlias = "npt.NDArray[np.int64]"
+BoolArray: TypeAlias = "npt.NDArray[np.bool_]"
 
 
 def split_state(state: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:

@@ -20,10 +20,9 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
-import numpy.typing as npt
 from msgspec import Struct
 
 from . import domains
@@ -32,6 +31,9 @@ from .domains import DomainSums
 from .evaluator import Evaluator
 from .plugins import BoolArray
 from .snapshot import CPU, MEMORY, Snapshot
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 __all__ = [
     "NO_PLACEMENTS",
@@ -101,7 +103,7 @@ def pin(
     return Pin(frozenset(domains))
 
 
-Int64Array = npt.NDArray[np.int64]
+Int64Array: TypeAlias = "npt.NDArray[np.int64]"
 # (feasible placements' indexes among the options, their pods counts, their MostAllocated), as `choose` reads
 _Scored = tuple[list[int], list[int], list[int]]
 

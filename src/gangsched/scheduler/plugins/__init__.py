@@ -12,16 +12,18 @@ one module; the evaluator's FILTERS and SCORES tables say when it runs:
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
-import numpy.typing as npt
 from msgspec import Struct, field
 
 from ..podtraits import PodTraits
 
-BoolArray = npt.NDArray[np.bool_]
-Int64Array = npt.NDArray[np.int64]
+if TYPE_CHECKING:  # numpy.typing is for the checker: `gangsched schedule` never imports it (entry.py)
+    import numpy.typing as npt
+
+BoolArray: TypeAlias = "npt.NDArray[np.bool_]"
+Int64Array: TypeAlias = "npt.NDArray[np.int64]"
 Rejections = list[tuple[BoolArray, str]]
 
 __all__ = ["BoolArray", "Int64Array", "PodContext", "Rejections"]

@@ -11,11 +11,14 @@ a pod requesting neither cpu nor memory is not scored at all (PreScore Skip: 0 o
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import numpy.typing as npt
 
 from ..snapshot import CPU, MEMORY, PodVector, Snapshot
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 NAME = "NodeResourcesBalancedAllocation"
 WEIGHT = 1

@@ -19,12 +19,16 @@ normalised (s - min) x 100 / (max - min) over the feasible nodes.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import numpy.typing as npt
 
 from ..podcounts import PodsView, TermKey
 from ..podtraits import AffinityTerm, PodTraits
 from . import Int64Array, PodContext, Rejections
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 NAME = "InterPodAffinity"
 WEIGHT = 2

@@ -6,17 +6,20 @@ of the sum and of the weights, as least/mostResourceScorer do; a node offering n
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
-import numpy.typing as npt
 
 from ..snapshot import CPU, MEMORY, PODS, PodVector, Snapshot
 from . import BoolArray
 
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
 NAME = "NodeResourcesFit"
 WEIGHT = 1
 MAX_SCORE = 100
-Int64Array = npt.NDArray[np.int64]
+Int64Array: TypeAlias = "npt.NDArray[np.int64]"
 
 
 def fits(snap: Snapshot, vec: PodVector, cols: npt.NDArray[np.intp] | slice = slice(None)) -> BoolArray:

@@ -21,15 +21,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING
 
 import numpy as np
-import numpy.typing as npt
 from msgspec import Struct
 
 from ..labelselector import Selector
 from ..podcounts import DomainCounts, PodsView
 from ..podtraits import PodTraits, SpreadConstraint
 from . import BoolArray, Int64Array, PodContext, Rejections
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 NAME = "PodTopologySpread"
 WEIGHT = 2

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import numpy.typing as npt
 
 from ..snapshot import Snapshot, Taint
 from . import Rejections
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 NAME = "TaintToleration"
 WEIGHT = 3
