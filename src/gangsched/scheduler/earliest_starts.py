@@ -55,15 +55,29 @@ class _Found:
 
 
 def _moved_to(
-    found: Reservation, root: RootKey, running: Running, held: Sequence[Reservation], now: float
+    found: Reservation,
+    root: RootKey,
+    running: Running,
+    held: Sequence[Reservation],
+    now: float,
+    changed: set[int] | None = None,
 ) -> Reservation:
     """An earlier answer, with what it says of the work and reservations in its way read again from now:
     the running work released by its start on its nodes (in order), the reservations it overlaps from now.
     The answer itself when neither changed (most of fair share's plans: a Reservation made again with
-    `dataclasses.replace` cost a quarter of such a reuse)."""
-    released = int(running.releases.searchsorted(found.start, side="right"))  # without np's wrapper
+    `dataclasses.replace` cost a quarter of such a reuse). `changed`, when given: the nodes of every running
+    work that changed since the answer was found (EarliestStarts._changed_until, whose Running is timeless
+    then and now); when none is a node of the answer, its blockers stand as they are: every other work keeps
+    its RunningWork, its release and its place in the order (the blockers were read again over the few
+    hundred running works at nearly every fair-share plan)."""
     nodes = found.nodes  # isdisjoint builds no set: asked of most running works at most fair-share plans
-    blockers = tuple(w for w in running.works[:released] if w.root != root and not nodes.isdisjoint(w.nodes))
+    if changed is not None and nodes.isdisjoint(changed):
+        blockers = found.blockers
+    else:
+        released = int(running.releases.searchsorted(found.start, side="right"))  # without np's wrapper
+        blockers = tuple(
+            w for w in running.works[:released] if w.root != root and not nodes.isdisjoint(w.nodes)
+        )
     ahead = tuple(r.root for r in held if r.holds(now, found.end))
     if blockers == found.blockers and ahead == found.ahead:
         return found
@@ -267,7 +281,7 @@ class EarliestStarts:
                     fits_from = since
             if found is None and before.found is not None and before.found.start > since:
                 # After `since` the snapshot is the one the old trial saw: its usable nodes too.
-                found, usable = _moved_to(before.found, root, running, held, now), before.usable
+                found, usable = _moved_to(before.found, root, running, held, now, nodes), before.usable
             elif found is None and before.found is not None:
                 beyond = search(after=since)
                 found, usable = beyond.found, beyond.usable
