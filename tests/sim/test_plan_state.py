@@ -25,7 +25,7 @@ from gangsched.scheduler import Profile, hints
 from gangsched.scheduler.backfill import Backfill, BackfillSettings
 from gangsched.scheduler.earliest_starts import EarliestStarts
 from gangsched.scheduler.hints import Fits, RoomWaiters
-from gangsched.scheduler.plan import Running, earliest_start, running_work
+from gangsched.scheduler.plan import INFINITE, Running, earliest_start, running_work
 from gangsched.sim import SimOptions, Simulation, Workload
 from gangsched.sim.failures import FailurePlan
 from gangsched.sim.inputs import GPU, gang_job, gpu_nodes
@@ -69,6 +69,10 @@ def _usage(backfill: Backfill) -> dict[str, list[int]]:
     return {ns: u.tolist() for ns, u in used.items() if u.any()}
 
 
+def _first_start(backfill: Backfill) -> float:
+    return min((r.start for r in backfill.reservations.values()), default=INFINITE)
+
+
 @pytest.mark.parametrize(("seed", "depth", "fair"), [(0, 1, True), (1, 4, False), (2, 1, False)])
 def test_kept_state_equals_a_fresh_computation_at_every_plan(
     seed: int, depth: int, fair: bool, monkeypatch: pytest.MonkeyPatch
@@ -88,6 +92,7 @@ def test_kept_state_equals_a_fresh_computation_at_every_plan(
     counts: dict[int, Any] = {}
 
     def checking(self: Backfill, now: float) -> None:
+        assert self._first_start == _first_start(self)  # as the forgets since the last plan left it
         settings = self.settings
         snap = self.scheduler.snapshot()
         seen = (snap, dict(snap.placed), dict(snap.nominated), len(snap.resources))
@@ -111,6 +116,7 @@ def test_kept_state_equals_a_fresh_computation_at_every_plan(
             afresh = self.dominant_shares()
             assert shares == afresh
         replan(self, now)
+        assert self._first_start == _first_start(self)
 
     def reuse_checked(self: EarliestStarts, *args: Any, **kwargs: Any) -> Any:
         reused, bounded, narrowed, taken_over = (
@@ -224,6 +230,7 @@ def test_the_bands_of_waiting_roots_are_the_live_entries_at_every_walk(
                     expected.setdefault((need, band), []).append(entry)
             assert waiting.bands == {k: sorted(v) for k, v in expected.items()}
             assert waiting.live == sum(len(v) for v in expected.values())
+            assert waiting.least == min((need for need, _ in expected), default=0)
             checked["entries"] += waiting.live
         checked["walks"] += 1
         return wake_class(self, cls, *args, **kwargs)

@@ -126,6 +126,9 @@ class Backfill:
     # a root's own), by the reservations not ended (their ids, the reservations kept beside), until the next
     # plan: every release asks, and between plans the same reservations stand.
     _walk_masks: dict[tuple[int, ...], _WalkMasks] = field(default_factory=dict)
+    # The earliest start among `reservations` (INFINITE: none), set wherever they change: `refresh`, asked
+    # before every cycle, compared it with every reservation's start.
+    _first_start: float = INFINITE
 
     def __post_init__(self) -> None:
         self._waiting = WaitingRoots(self.scheduler.queue)
@@ -186,6 +189,7 @@ class Backfill:
         self._starts.objects_changed()
         if kind == "Node" and action != "update" and self.reservations:
             self.reservations = {}
+            self._first_start = INFINITE
             self.dirty = True
 
     def _in_tree(self, change: Change) -> bool:
@@ -236,6 +240,7 @@ class Backfill:
         self._waiting.discard(root)
         if self.reservations.pop(root, None) is not None or root in self._planned:
             self.dirty = True
+            self._first_start = min((r.start for r in self.reservations.values()), default=INFINITE)
         self._planned.discard(root)
         self._estimates.pop(root, None)
 
@@ -401,6 +406,7 @@ class Backfill:
                 self.scheduler.queue.move_to_active(queued.key)
             held.append(r)
         self.reservations = {r.root: r for r in held}
+        self._first_start = min((r.start for r in held), default=INFINITE)
         self._walk_masks.clear()
         self._planned = planned
         self._starts.forget_all_but(looked)
@@ -428,9 +434,7 @@ class Backfill:
         """Replan when the plan is wrong (dirty), or at most every `interval` when room came early or the
         order moved (changed) or a reservation's start has come without its root starting (an overrun).
         The scheduler calls it before every cycle, whether a root comes or not."""
-        due = now >= self.planned_at + self.settings.interval and (
-            self.changed or any(r.start <= now for r in self.reservations.values())
-        )
+        due = now >= self.planned_at + self.settings.interval and (self.changed or self._first_start <= now)
         if self.dirty or due:
             self.replan(now)
 
@@ -438,22 +442,23 @@ class Backfill:
     def allowed(self, root: RootKey, now: float) -> BoolArray | None:
         """Nodes root `root` may use now without delaying any other root's reservation; None: every node.
         Reads the plan as it stands (`refresh` makes it)."""
-        others = [r for k, r in self.reservations.items() if k != root]
-        if not others:
-            return None
+        reservations = self.reservations
+        if not reservations or (len(reservations) == 1 and root in reservations):
+            return None  # no other root's reservation
         est = self.estimate(root).seconds
         end = now + est if est is not None else INFINITE
-        holding = tuple(r for r in others if r.holds(now, end))
         # Every cycle asks, and the same few sets of reserved nodes hold, between plans and mostly across
-        # them: their masks are kept (read-only, so that no caller can change a kept one).
+        # them: their masks are kept (read-only, so that no caller can change a kept one), by the node
+        # count and the nodes of the reservations that hold (`Reservation.holds`, inlined: every cycle).
         n = len(self.scheduler.snapshot())
-        key = (n, *(r.nodes for r in holding))
+        key = (n, *(r.nodes for k, r in reservations.items() if k != root and r.start < end and now < r.end))
         kept = self._masks.get(key)
         if kept is not None:
             return kept
         mask = np.ones(n, dtype=bool)
-        for r in holding:
-            mask[r.columns] = False
+        for k, r in reservations.items():
+            if k != root and r.holds(now, end):
+                mask[r.columns] = False
         mask.flags.writeable = False
         if len(self._masks) >= _MASKS_KEPT:
             self._masks.clear()

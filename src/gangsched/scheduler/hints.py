@@ -107,6 +107,7 @@ class _Class(Struct):
     # Sorted by queue order; entries of woken or forgotten roots are dropped lazily (stale when read).
     entries: list[_Entry] = field(default_factory=list)
     needs: Counter[int] = field(default_factory=Counter)  # needs of live entries
+    least: int = 0  # the least of `needs` (0: none), asked at every release and every root a walk reads
     # With `estimate`: the live entries in lists by (need, estimate band), each sorted by queue order, so
     # that a walk bounded by estimates reads only the roots that could be let through. Entries leave their
     # band at once: short roots are woken soon, so their bands would be mostly stale entries.
@@ -143,6 +144,8 @@ class RoomWaiters:
         entry = (order, self._seq, root, need.need, self._epoch)
         bisect.insort(waiting.entries, entry)
         waiting.needs[need.need] += 1
+        if not waiting.least or need.need < waiting.least:
+            waiting.least = need.need
         waiting.live += 1
         estimate, band = math.inf, math.inf
         if self.estimate is not None:
@@ -161,6 +164,8 @@ class RoomWaiters:
             waiting.needs[need] -= 1
             if not waiting.needs[need]:
                 del waiting.needs[need]
+                if need == waiting.least:
+                    waiting.least = min(waiting.needs, default=0)
             waiting.live -= 1
             if self.estimate is not None:
                 key = (need, band_id)
@@ -214,7 +219,7 @@ class RoomWaiters:
         waiting = self._classes.get(like.signature)
         if waiting is None:
             return
-        if waiting.needs and room_for(waiting.like) < min(waiting.needs):
+        if waiting.least and room_for(waiting.like) < waiting.least:
             return  # the walk would stop before its first root (`_wake_class`)
         view = fits() if fits is not None else None
         yield from self._wake_class(like.signature, room_for, ready, before=self._epoch, fits=view)
@@ -232,10 +237,10 @@ class RoomWaiters:
             del self._classes[cls]
             return
         budget = room_for(waiting.like)
-        if budget < min(waiting.needs):
+        if budget < waiting.least:
             return
         if fits is not None and fits.longest is not None and self.estimate is not None:
-            longest = fits.longest(waiting.like, min(waiting.needs))  # the largest over the needs
+            longest = fits.longest(waiting.like, waiting.least)  # the largest over the needs
             if longest < math.inf:
                 yield from self._wake_bounded(waiting, longest, fits, budget, ready, before)
                 return
@@ -258,7 +263,7 @@ class RoomWaiters:
                 self.forget(root)
             else:
                 kept.append(entry)
-            if not waiting.needs or budget < min(waiting.needs):
+            if not waiting.least or budget < waiting.least:
                 break
         waiting.entries[:scanned] = kept
         self._compact(waiting)
@@ -325,7 +330,7 @@ class RoomWaiters:
                 heapq.heapreplace(heads, (listed[index], number, index))
             else:
                 heapq.heappop(heads)
-            if not waiting.needs or budget < min(waiting.needs):
+            if not waiting.least or budget < waiting.least:
                 break
         self._compact(waiting)
         yield from woken

@@ -940,8 +940,8 @@ def earliest_start(
     ends = [settings.round_up(r.end) for r in reservations if r.end < INFINITE]
     # The releases are in order: only those in [now, until] and within the window can be candidates.
     releases = running.releases
-    lo = int(np.searchsorted(releases, now, side="left"))
-    hi = int(np.searchsorted(releases, min(horizon, until), side="right"))
+    lo = int(releases.searchsorted(now, side="left"))
+    hi = int(releases.searchsorted(min(horizon, until), side="right"))
     # Sorted and without repeats, as np.unique would give them, without its cost (a fresh search made it on
     # a few hundred releases at each plan): the releases are in order and not before `now`, so only the
     # reservations' ends, when there are any, need a sort.
@@ -1002,7 +1002,7 @@ def earliest_start(
     try:
         for t in itertools.chain([first], could):
             batch: list[PodKey] = []
-            released = int(np.searchsorted(running.releases, t, side="right"))  # releases are in order
+            released = int(running.releases.searchsorted(t, side="right"))  # releases are in order
             for work in running.works[next_work:released]:
                 if work.root != root:
                     batch.extend(work.pods)
