@@ -70,3 +70,22 @@ def test_numpy_without_its_docstrings_computes_as_numpy() -> None:
         f"with skipping_numpy_extras():\n    import numpy\nassert numpy.ndarray.__doc__ is None\n{probe}"
     )
     assert run(skipped) == run(probe)
+
+
+def test_a_numpy_that_reads_more_typing_aliases_gets_numpys_own_at_once() -> None:
+    """Another numpy version's import might read more of numpy._typing than NDArray: asked for another name
+    (or a submodule) inside the block, the stand-in gives its place to numpy's own module."""
+    code = (
+        "import sys\nfrom gangsched._numpy_docs_skipped import skipping_numpy_extras\n"
+        "with skipping_numpy_extras():\n"
+        "    import numpy\n"
+        "    stand_in = sys.modules['numpy._typing']\n"
+        "    import numpy._typing._nbit_base\n"
+        "    from numpy._typing import ArrayLike\n"
+        "    whole = sys.modules['numpy._typing']\n"
+        "    print(hasattr(stand_in, '__file__'), whole.ArrayLike is ArrayLike, numpy._typing is whole,\n"
+        "          whole.__file__.endswith('__init__.py'))\n"
+        "import numpy.typing as npt\n"
+        "print(npt.ArrayLike is ArrayLike, sys.modules['numpy._typing'] is whole)"
+    )
+    assert run(code) == ["False", "True", "True", "True", "True", "True"]

@@ -16,7 +16,10 @@ writes into the annotations of its result tuples (EigResult and four more). The 
 numpy.typing only for the type checker. So while the block lasts `numpy._typing` is a stand-in that holds
 NDArray alone, made as numpy makes it (`ndarray[tuple[Any, ...], dtype[_ScalarT]]`: linalg's annotations
 are equal to numpy's own), and the block's end takes the stand-in out of `sys.modules` and of numpy's
-namespace: whoever imports numpy.typing or numpy._typing later gets numpy's own.
+namespace: whoever imports numpy.typing or numpy._typing later gets numpy's own. A numpy whose import reads
+more of numpy._typing than NDArray (another version's) gets numpy's own at once: asked for any other name,
+the stand-in gives its place to numpy's module (and it is a package over numpy's folder, so that a
+submodule imports as usual).
 
 `skipping_numpy_extras()` puts a finder first on `sys.meta_path` for as long as its block lasts (entry.py:
 the CLI's import, which imports numpy); the finder answers for those three module names only. Nothing
@@ -26,10 +29,11 @@ usual.
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from importlib.machinery import ModuleSpec
+from importlib.machinery import ModuleSpec, PathFinder
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -52,9 +56,19 @@ class _NumpyExtras:
     ) -> ModuleSpec | None:
         # self is a loader (create_module, exec_module) without importlib.abc's base class, whose module
         # the command would otherwise import for this alone
-        return ModuleSpec(name, cast("Loader", self)) if name in DOCS_ONLY or name == TYPING else None
+        if name in DOCS_ONLY:
+            return ModuleSpec(name, cast("Loader", self))
+        if name != TYPING or self.typing_given_up:
+            return None
+        whole = PathFinder.find_spec(name, path)
+        if whole is None:
+            return None
+        spec = ModuleSpec(name, cast("Loader", self), is_package=True)
+        spec.submodule_search_locations = whole.submodule_search_locations
+        return spec
 
     typing_stand_in: ModuleType | None = None
+    typing_given_up = False
 
     def create_module(self, spec: ModuleSpec) -> None:
         return None  # the default module object
@@ -64,7 +78,18 @@ class _NumpyExtras:
             import numpy as np
 
             module.NDArray = _nd_array(np)  # type: ignore[attr-defined]
+            module.__getattr__ = self._whole_typing  # type: ignore[method-assign]
             self.typing_stand_in = module
+
+    def _whole_typing(self, name: str) -> Any:
+        """The stand-in's other names: numpy's own module takes its place, and gives the name."""
+        if name.startswith("__"):  # what the import system and inspect probe for
+            raise AttributeError(name)
+        self.typing_given_up = True
+        del sys.modules[TYPING]
+        whole = importlib.import_module(TYPING)
+        sys.modules["numpy"]._typing = whole  # type: ignore[attr-defined]
+        return getattr(whole, name)
 
 
 def _nd_array(np: Any) -> Any:
