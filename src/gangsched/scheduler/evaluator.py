@@ -569,16 +569,22 @@ class Evaluator:
 
         Every release asks it for each class waiting, so the per-node counts are kept and refreshed only on
         the nodes the snapshot's change log names since the last call (usually one or two)."""
-        c = self.static_class(pi)
         snap = self.snap
         changed = snap.changed
-        room = self._rooms.get(c.key)
+        # Kept by the class's key, its signature: a class is made before its counts and never dropped, so
+        # it is looked up only when the counts move (most calls of a walk find them current).
+        room = self._rooms.get(pi.signature)
         if room is None or room.generation != snap.generation or len(changed) > room.synced + _ROOM_LOG:
+            c = self.static_class(pi)
             room = self._rooms[c.key] = self._room_everywhere(c)
         elif room.synced < len(changed):
-            per_node, array, room_on, masked = room.per_node, room.array, self._room_on, room.masked
+            c = self._classes[pi.signature]
+            per_node, array, masked = room.per_node, room.array, room.masked
+            static_cells, holds, vec = c.static_cells, snap.holds, c.vec
             for col in set(changed[room.synced :]):
-                count = room_on(c, col)
+                # `_room_everywhere` on one node, in scalar code (the same integers: `Snapshot.holds` reads
+                # the node's free amounts through memoryviews, where a numpy column costs several times more).
+                count = holds(col, vec) if static_cells[col] else 0
                 delta = count - per_node[col]
                 if delta:
                     room.total += delta
@@ -608,11 +614,6 @@ class Evaluator:
         array = np.where(c.static_ok, np.maximum(room, 0), 0).astype(np.int64)
         per_node = array.tolist()
         return _Room(per_node, array, sum(per_node), len(snap.changed), snap.generation)
-
-    def _room_on(self, c: _Class, col: int) -> int:
-        """`_room_everywhere` on one node, in scalar code (the same integers: `Snapshot.holds` reads the
-        node's free amounts through memoryviews, where a numpy column costs several times more)."""
-        return self.snap.holds(col, c.vec) if c.static_cells[col] else 0
 
     def vector(self, pi: PodInfo) -> PodVector:
         """What `pi` takes from a node. Never builds its class: a bound pod's spec names its node, and a
