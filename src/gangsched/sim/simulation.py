@@ -65,7 +65,8 @@ def _replay_gc() -> Iterator[None]:
     was still 4-5 s of a 60 s replay of the philly trace under fair share or depth 4 (7%). Reference counting
     frees what a replay drops (Decisions, changes, conditions: no cycles among them); the garbage in cycles a
     replay makes is too little to show in its peak RSS (the five philly replays' the same within 2 MiB with
-    the collector paused: docs/backfill.md, "The floor every replay pays"), and is collected once it ends."""
+    the collector paused: docs/backfill-speed.md, "The floor every replay pays"), and is collected once it
+    ends."""
     enabled = gc.isenabled()
     gc.freeze()
     gc.disable()
