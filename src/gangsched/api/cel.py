@@ -40,8 +40,9 @@ class CelError(Exception):
     """A selector that does not compile, or fails at runtime (upstream: `CEL runtime error`)."""
 
 
-_PARSE_PREFIX = re.compile(r"^Failed to parse expression '.*?': ", re.S)
-_DOMAIN_LOOKUP = re.compile(r"device\s*\.\s*(attributes|capacity)\s*\[\s*[\"']([^\"']+)[\"']\s*\]")
+# Used only where a selector is compiled: compiled then, through re's own cache, not at every start.
+_PARSE_PREFIX = r"(?s)^Failed to parse expression '.*?': "
+_DOMAIN_LOOKUP = r"device\s*\.\s*(attributes|capacity)\s*\[\s*[\"']([^\"']+)[\"']\s*\]"
 
 
 @lru_cache(maxsize=4096)
@@ -52,11 +53,11 @@ def compile_selector(expression: str) -> tuple[Any, frozenset[tuple[str, str]]]:
     except Exception as e:  # the library raises ValueError/RuntimeError subclasses for syntax errors
         message = str(e).splitlines()[0]
         # The library prefixes cel-go's own message ("ERROR: <input>:1:17: Syntax error: ...") with this.
-        raise CelError(_PARSE_PREFIX.sub("", message)) from None
+        raise CelError(re.sub(_PARSE_PREFIX, "", message)) from None
     unknown = set(program.variables()) - {"device"}
     if unknown:
         raise CelError(f"undeclared reference to '{sorted(unknown)[0]}'")
-    return program, frozenset(_DOMAIN_LOOKUP.findall(expression))
+    return program, frozenset(re.findall(_DOMAIN_LOOKUP, expression))
 
 
 def _semver_key(v: str) -> tuple[int, ...]:

@@ -22,7 +22,8 @@ __all__ = [
 DURATION_ANNOTATION = "gangsched.io/duration"
 EXPECTED_DURATION_ANNOTATION = "gangsched.io/expected-duration"  # backfill's estimate (estimates.py)
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+# Read only for Go durations (numbers take float's path): compiled then, through re's cache.
+_PART = r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)"
 
 
 class DurationError(ValueError):
@@ -43,7 +44,7 @@ def parse_duration(text: str) -> float:
             )
         return seconds
     pos, total = 0, 0.0
-    for match in _PART.finditer(value):
+    for match in re.finditer(_PART, value):
         if match.start() != pos:
             break
         total += float(match.group(1)) * _UNITS[match.group(2)]

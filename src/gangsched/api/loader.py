@@ -141,8 +141,9 @@ def _flatten(docs: Iterable[Any]) -> Iterator[Any]:
             yield d
 
 
-_MSGSPEC_PATH = re.compile(r"^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.S)
-_MISSING = re.compile(r"Object missing required field `(?P<field>[^`]+)`")
+# Read only when an object fails to decode: compiled then, through re's own cache, not at every start.
+_MSGSPEC_PATH = r"(?s)^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$"
+_MISSING = r"Object missing required field `(?P<field>[^`]+)`"
 
 
 def _value_at(doc: Any, path: str) -> Any:
@@ -158,10 +159,10 @@ def _value_at(doc: Any, path: str) -> Any:
 
 def _decode_error(e: msgspec.ValidationError, doc: Any) -> FieldError:
     """msgspec's `Expected int, got str - at $.spec.x` as a Kubernetes field error."""
-    m = _MSGSPEC_PATH.match(str(e))
+    m = re.match(_MSGSPEC_PATH, str(e))
     msg, path = (m.group("msg"), m.group("path") or "") if m else (str(e), "")
     dotted = path.lstrip(".")
-    missing = _MISSING.match(msg)
+    missing = re.match(_MISSING, msg)
     if missing:
         return required(f"{dotted}.{missing.group('field')}" if dotted else missing.group("field"))
     detail = msg.replace("`", "")
