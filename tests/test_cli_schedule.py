@@ -11,8 +11,13 @@ from click.testing import CliRunner
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from gangsched.api.gates import FeatureGates
+from gangsched.builder.command import expanded_inputs
 from gangsched.cli import main
-from gangsched.report.schedule_output import FLOAT_FREE_ROWS, json_bytes
+from gangsched.report.schedule_output import FLOAT_FREE_ROWS, json_bytes, json_document
+from gangsched.report.schedule_output import as_json as as_report
+from gangsched.schedule import schedule_objects
+from gangsched.scheduler.decision import Notice
 
 ROOT = Path(__file__).resolve().parent.parent
 EIGHT_GPU = "examples/eight-gpu/eight-gpu.yaml"
@@ -305,3 +310,22 @@ def test_null_specs_of_device_classes_and_claims_are_empty_ones() -> None:
         c["name"][:4]: [r["device"] for r in c["allocation"]["devices"]["results"]] for c in out["claims"]
     }
     assert devices == {"empt": [], "p-b-": [], "p-g-": ["gpu-0"]}
+
+
+@pytest.mark.parametrize("path", [EIGHT_GPU, "examples/valid"])
+def test_the_document_written_is_the_report_as_dicts(path: str) -> None:
+    """`schedule -o json` writes json_document, whose rows are Structs: the same text as the plain report."""
+    gates = FeatureGates()
+    objects, problems = expanded_inputs([path], gates)
+    assert not problems
+    store = schedule_objects(objects, gates)
+    report = as_report(store)
+    assert (
+        json_bytes(json_document(store), float_free=FLOAT_FREE_ROWS) == json.dumps(report, indent=2).encode()
+    )
+    store.events.append(Notice("Normal", "Scheduled", "Pod default/é", "Successfully assigned é to ü"))
+    # non-ASCII text: written by the standard library, Structs and all
+    assert (
+        json_bytes(json_document(store), float_free=FLOAT_FREE_ROWS)
+        == json.dumps(as_report(store), indent=2).encode()
+    )

@@ -19,7 +19,7 @@ from .api.gates import GATE_NAMES, FeatureGateError, FeatureGates
 from .api.inputs import read_inputs
 from .api.loader import display_path
 from .builder.command import build_manifests, expanded_inputs
-from .report.schedule_output import FLOAT_FREE_ROWS, as_json, as_table, as_yaml, json_bytes
+from .report.schedule_output import FLOAT_FREE_ROWS, as_table, as_yaml, json_bytes, json_document
 from .schedule import schedule_objects, settle
 from .scheduler.backfill_settings import BackfillSettings
 from .scheduler.estimates import SOURCES
@@ -302,7 +302,7 @@ def schedule(
         policy=policy,
     )
     if output == "json":
-        click.echo(json_bytes(as_json(store), float_free=FLOAT_FREE_ROWS))
+        click.echo(json_bytes(json_document(store), float_free=FLOAT_FREE_ROWS))
     elif output == "yaml":
         click.echo(as_yaml(store), nl=False)
     else:

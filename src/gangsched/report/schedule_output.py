@@ -2,69 +2,106 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
 import yaml
+from msgspec import Struct
 
 from ..api.kinds import KINDS
 from ..store.store import Store
 
-__all__ = ["FLOAT_FREE_ROWS", "as_json", "as_table", "as_yaml", "json_bytes"]
+__all__ = ["FLOAT_FREE_ROWS", "as_json", "as_table", "as_yaml", "json_bytes", "json_document"]
 
 _Dumper: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-def _pod_row(pod: Any) -> dict[str, Any]:
-    """A pod's row: its node, or why it is pending (the reason and message of its PodScheduled condition
+# The rows as msgspec Structs: made several times faster than dicts, and written faster too (msgspec writes a
+# Struct's fields as the keys of a JSON object, in order, from names it encoded once), the same text. On
+# gangs-1000x3 the document and its JSON took 53M instructions as dicts, 36M as Structs.
+
+
+class _PodRow(Struct):
+    namespace: str | None
+    name: str
+    nodeName: str | None
+    nominatedNodeName: str | None
+    reason: str | None
+    message: str | None
+
+
+class _ConditionRow(Struct):
+    type: str
+    status: str
+    reason: str | None
+    message: str | None
+
+
+class _GroupRow(Struct):
+    namespace: str | None
+    name: str
+    conditions: list[_ConditionRow]
+
+
+def _pod_rows(pods: Iterable[Any]) -> list[_PodRow]:
+    """Each pod's row: its node, or why it is pending (the reason and message of its PodScheduled condition
     when that says False). A bound pod's conditions are not read: looking through them took three quarters
-    of the rows' time."""
-    status = pod.status
-    reason = message = None
-    if status is not None and not pod.spec.nodeName:
-        for condition in status.conditions or ():
-            if condition.type == "PodScheduled":
-                if condition.status == "False":
-                    reason, message = condition.reason, condition.message
-                break
+    of the rows' time. One loop, no call per pod."""
+    rows = []
+    for pod in pods:
+        status, node_name = pod.status, pod.spec.nodeName
+        reason = message = nominated = None
+        if status is not None:
+            nominated = status.nominatedNodeName
+            if not node_name:
+                for condition in status.conditions or ():
+                    if condition.type == "PodScheduled":
+                        if condition.status == "False":
+                            reason, message = condition.reason, condition.message
+                        break
+        metadata = pod.metadata
+        rows.append(
+            _PodRow(metadata.namespace, metadata.name, node_name or None, nominated or None, reason, message)
+        )
+    return rows
+
+
+def _group_rows(groups: Iterable[Any]) -> list[_GroupRow]:
+    rows = []
+    for group in groups:
+        conditions = (group.status.conditions if group.status else None) or ()
+        rows.append(
+            _GroupRow(
+                group.metadata.namespace,
+                group.metadata.name,
+                [_ConditionRow(c.type, c.status, c.reason, c.message) for c in conditions],
+            )
+        )
+    return rows
+
+
+def json_document(store: Store) -> dict[str, Any]:
+    """`as_json`'s document with its rows as Structs, for `json_bytes` (`gangsched schedule -o json`)."""
     return {
-        "namespace": pod.metadata.namespace,
-        "name": pod.metadata.name,
-        "nodeName": pod.spec.nodeName or None,
-        "nominatedNodeName": (status.nominatedNodeName if status else None) or None,
-        "reason": reason,
-        "message": message,
-    }
-
-
-def _group_row(group: Any) -> dict[str, Any]:
-    conditions = (group.status.conditions if group.status else None) or []
-    return {
-        "namespace": group.metadata.namespace,
-        "name": group.metadata.name,
-        "conditions": [
-            {"type": c.type, "status": c.status, "reason": c.reason, "message": c.message} for c in conditions
-        ],
-    }
-
-
-def as_json(store: Store) -> dict[str, Any]:
-    return {
-        "pods": [_pod_row(p) for p in store.list("Pod")],
-        "podGroups": [_group_row(g) for g in store.list("PodGroup")],
-        "compositePodGroups": [_group_row(g) for g in store.list("CompositePodGroup")],
+        "pods": _pod_rows(store.list("Pod")),
+        "podGroups": _group_rows(store.list("PodGroup")),
+        "compositePodGroups": _group_rows(store.list("CompositePodGroup")),
         "evictions": [
             {"namespace": e.pod[0], "name": e.pod[1], "preemptor": e.preemptor} for e in store.evictions
         ],
-        "events": [
-            {"type": e.type, "reason": e.reason, "object": e.object, "message": e.message}
-            for e in store.events
-        ],
+        "events": list(store.events),  # a Notice's fields are an event row's keys, in its order
         "volumeBindings": [
             {"pvc": f"{vb.pvc[0]}/{vb.pvc[1]}", "pv": vb.pv, "node": vb.node} for vb in store.volume_bindings
         ],
         "claims": [_claim_row(c) for c in store.list("ResourceClaim")],
     }
+
+
+def as_json(store: Store) -> dict[str, Any]:
+    """The report as plain dicts and lists: what `gangsched schedule -o json` writes, read back."""
+    document: dict[str, Any] = msgspec.to_builtins(json_document(store))
+    return document
 
 
 # The keys of `as_json` whose rows hold only strings, None, and lists and dicts of them: each value comes from
@@ -76,11 +113,12 @@ FLOAT_FREE_ROWS = frozenset(
 
 
 def _stdlib_json(doc: Any) -> bytes:
-    """`json.dumps(doc, indent=2)`, encoded: `json_bytes`'s fallback, whose module is imported only then (with
-    the report it cost every `schedule` 1.5 ms of CPU)."""
+    """`json.dumps(doc, indent=2)`, encoded (Structs written as the dicts `msgspec.to_builtins` makes of
+    them): `json_bytes`'s fallback, whose module is imported only then (with the report it cost every
+    `schedule` 1.5 ms of CPU)."""
     import json
 
-    return json.dumps(doc, indent=2).encode()
+    return json.dumps(doc, indent=2, default=msgspec.to_builtins).encode()
 
 
 def json_bytes(doc: Any, *, float_free: frozenset[str] = frozenset()) -> bytes:
@@ -152,21 +190,19 @@ def as_table(store: Store) -> Any:
     pods = Table(title="Pods", show_lines=False)
     for col in ("NAMESPACE", "POD", "NODE", "REASON", "MESSAGE"):
         pods.add_column(col, overflow="fold")
-    for row in map(_pod_row, store.list("Pod")):
-        pods.add_row(
-            row["namespace"], row["name"], row["nodeName"] or "-", row["reason"] or "", row["message"] or ""
-        )
+    for row in _pod_rows(store.list("Pod")):
+        pods.add_row(row.namespace, row.name, row.nodeName or "-", row.reason or "", row.message or "")
     parts: list[Any] = [pods]
     for kind, title in (("PodGroup", "PodGroups"), ("CompositePodGroup", "CompositePodGroups")):
-        rows = [_group_row(g) for g in store.list(kind)]
+        rows = _group_rows(store.list(kind))
         if not rows:
             continue
         table = Table(title=title)
         for col in ("NAMESPACE", "NAME", "CONDITION", "STATUS", "REASON", "MESSAGE"):
             table.add_column(col, overflow="fold")
         for r in rows:
-            for c in r["conditions"] or [{"type": "-", "status": "", "reason": "", "message": ""}]:
-                table.add_row(r["namespace"], r["name"], c["type"], c["status"], c["reason"], c["message"])
+            for c in r.conditions or [_ConditionRow("-", "", "", "")]:
+                table.add_row(r.namespace, r.name, c.type, c.status, c.reason, c.message)
         parts.append(table)
     if store.evictions:
         ev = Table(title="Evictions")

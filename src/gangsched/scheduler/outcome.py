@@ -27,17 +27,20 @@ def bind(
 ) -> set[PodKey]:
     """Bindings and Scheduled events for reserved pods, with the volume bindings and claim reservations
     `decided` holds for them (written before the pods bind); returns their keys."""
+    keys, bindings, events = set(), d.bindings, d.events  # one pass: every bound pod comes here
     for pi, node in placed:
+        key = pi.key
         if decided is not None and pi.claims:
-            volumes, claims = decided(pi.key)
+            volumes, claims = decided(key)
             d.volume_bindings.extend(volumes)
             d.claims.extend(claims)
         node_name, name = node_names[node], pi.name
-        d.bindings.append(Binding(pi.key, node_name))
-        d.events.append(
+        bindings.append(Binding(key, node_name))
+        events.append(
             Notice("Normal", "Scheduled", f"Pod {name}", f"Successfully assigned {name} to {node_name}")
         )
-    return {pi.key for pi, _ in placed}
+        keys.add(key)
+    return keys
 
 
 def pod_failed(d: Decision, pi: PodInfo, reason: str, message: str) -> None:
@@ -51,11 +54,11 @@ def group_condition(
     """{PodGroup,CompositePodGroup}InitiallyScheduled: True/Scheduled, or False with why; never back
     from True."""
     ctype = GROUP_SCHEDULED if kind == "PodGroup" else COMPOSITE_SCHEDULED
-    current = next(
-        (c for c in ((group.status.conditions if group.status else None) or []) if c.type == ctype), None
-    )
-    if current is not None and current.status == "True":
-        return
+    for current in (group.status.conditions if group.status else None) or ():  # the first of its type
+        if current.type == ctype:
+            if current.status == "True":
+                return
+            break
     if code == SUCCESS:
         condition = Condition(ctype, "True", "Scheduled", "")
     elif invalid and kind == "CompositePodGroup":

@@ -9,7 +9,6 @@ returns what it decided. It never writes to the store; `run_until_stable` or the
 from __future__ import annotations
 
 import functools
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -150,7 +149,7 @@ class Scheduler:
         )
         self.waiters = RoomWaiters()
         self._bound_priority: dict[PodKey, int] = {}  # running pods' priorities: may a root preempt?
-        self._priorities_running: Counter[int] = Counter()
+        self._priorities_running: dict[int, int] = {}  # priority -> running pods of it
         # The same running pods, for preemption's victim search: lone pods by priority, and group members by
         # group (a member's unit takes its group's priority, read when a preemption asks).
         self._running_lone: dict[int, set[PodKey]] = {}
@@ -409,12 +408,13 @@ class Scheduler:
         if key in self._victim_of and pod.metadata.deletionTimestamp is not None:
             self._evicting.get(self._victim_of[key], {}).pop(key, None)  # its eviction has landed
         if bound:
-            self._count_running(key, pi.priority, group=pi.group)
-        if self._snap is not None and bound and key not in self._snap.placed:
-            node = self._snap.index.get(pod.spec.nodeName)
-            if node is not None:
-                self._snap.place(key, node, self._evaluator().vector(pi), pi.traits)
-        if not bound and self._ours(pi):
+            self._count_running(key, pi.priority, pi.group)
+            snap = self._snap
+            if snap is not None and key not in snap.placed:  # bound by someone else: the cycle placed ours
+                node = snap.index.get(pod.spec.nodeName)
+                if node is not None:
+                    snap.place(key, node, self._evaluator().vector(pi), pi.traits)
+        elif self._ours(pi):
             if self._admit_after_replay is not None and pi.group is not None:
                 self._admit_after_replay.append(pi)  # admitted once every pod is known (__init__)
             else:
@@ -433,8 +433,11 @@ class Scheduler:
                 self._regate(group, only_gated=True)
         if bound and pi.group is not None:
             # A member bound (by this scheduler or anyone) requeues its group, as upstream's assigned-pod
-            # events do: members still pending get a cycle of their own, which may preempt.
-            self.queue.move_to_active(self._queue_entry(pi)[0])
+            # events do: members still pending get a cycle of their own, which may preempt. (The group's entry
+            # is kept since its members entered the queue: looked up here without a call, as every bound
+            # member of a group comes here.)
+            entry = self._queue_entries.get(pi.group) or self._queue_entry(pi)
+            self.queue.move_to_active(entry[0])
 
     def _track_nomination(self, pi: PodInfo, change: Change, *, pending: bool) -> None:
         """Upstream's nominator on pod add/update: a pending pod of ours is nominated where its status says; a
@@ -486,16 +489,16 @@ class Scheduler:
         """Where the nominator holds room for `key` (None: nowhere)."""
         return self._nominated.get(key)
 
-    def _count_running(
-        self, key: PodKey, priority: int | None, *, group: tuple[str, str] | None = None
-    ) -> bool:
+    def _count_running(self, key: PodKey, priority: int | None, group: tuple[str, str] | None = None) -> bool:
         """Track running pods' priorities (`priority=None`: the pod left) and groups; True if it was counted
-        before."""
+        before. (Every bound pod comes here: the priorities are counted in a plain dict, whose `get` costs
+        half of what a Counter's `+= 1` does.)"""
         old = self._bound_priority.pop(key, None)
+        counts = self._priorities_running
         if old is not None:
-            self._priorities_running[old] -= 1
-            if not self._priorities_running[old]:
-                del self._priorities_running[old]
+            counts[old] -= 1
+            if not counts[old]:
+                del counts[old]
             was_in = self._group_of_running.pop(key, None)
             if was_in is not None:
                 members = self._running_in_groups[was_in]
@@ -509,7 +512,7 @@ class Scheduler:
                     del self._running_lone[old]
         if priority is not None:
             self._bound_priority[key] = priority
-            self._priorities_running[priority] += 1
+            counts[priority] = counts.get(priority, 0) + 1
             if group is not None:
                 self._group_of_running[key] = group
                 running = self._running_in_groups.get(group)  # no empty set made for every pod
@@ -925,14 +928,16 @@ class Scheduler:
         which count toward minCount: terminal pods have left the cache upstream)."""
         pending: list[PodInfo] = []
         bound: list[PodInfo] = []
-        gated = self._gated
+        gated, names = self._gated, self.profile.scheduler_names
         for key in self._members.get(group, ()):  # one pass: every gang cycle reads all its members
             pi = self._pods[key]
             if is_terminal(pi.pod):
                 continue
             if pi.pod.spec.nodeName:
                 bound.append(pi)
-            elif key not in gated and self._ours(pi):  # `_schedulable`
+            elif key not in gated and (
+                names is None or self._ours(pi)
+            ):  # `_schedulable` (no names: all ours)
                 pending.append(pi)
         pending.sort(key=_priority_then_arrival)
         return pending, bound
