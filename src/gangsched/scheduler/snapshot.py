@@ -372,7 +372,7 @@ class Snapshot:
         """Image name -> (nodes holding it, its size as the first of them reports it), as upstream's cache
         keeps ImageStateSummary per name from node.status.images (given the nodes' `status`)."""
         held: dict[str, tuple[list[int], int]] = {}
-        listed = [status.images if status is not None else None for status in statuses]
+        listed: list[Any] = [status.images if status is not None else None for status in statuses]
         for j in compress(range(len(listed)), listed):  # in C: most nodes list no images
             images = listed[j]
             for image in images:
