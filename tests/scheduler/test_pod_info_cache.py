@@ -7,7 +7,10 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+import msgspec
+
 from gangsched.api.gates import FeatureGates
+from gangsched.scheduler import podinfo
 from gangsched.scheduler.labelselector import Requirement, Selector
 from gangsched.scheduler.podinfo import pod_info
 
@@ -72,3 +75,21 @@ def test_the_default_spread_selector_is_read() -> None:
         "kubernetes.io/hostname",
         "topology.kubernetes.io/zone",
     ]
+
+
+def test_what_the_caches_give_is_what_a_pod_makes_afresh() -> None:
+    """One lookup finds both what the spec gives and the traits: each pod's PodInfo, taken from the caches
+    filled by the pods before it, equals the one made with the caches empty."""
+    pods = [
+        _pod("a", labels={"app": "w"}),
+        _pod("b", group="g2", labels={"app": "w"}),
+        _pod("c", labels={"app": "v"}),
+        _pod("d", namespace="other", labels={"app": "w"}),
+        _pod("e", labels={"app": "w"}, host_port=8080),
+        _pod("f", group=None, labels={"app": "w"}, host_port=8080),
+    ]
+    cached = [pod_info(p, i) for i, p in enumerate(pods + pods)][len(pods) :]
+    for i, (p, got) in enumerate(zip(pods, cached, strict=True)):
+        for cache in (podinfo._POD_CACHE, podinfo._SPEC_CACHE, podinfo._REQUESTS_CACHE):
+            cache.clear()
+        assert msgspec.structs.asdict(got) == msgspec.structs.asdict(pod_info(p, len(pods) + i))

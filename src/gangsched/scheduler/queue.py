@@ -46,7 +46,7 @@ class QueuedRoot(Struct):
     state: str = "active"
     seq: int = 0
     unschedulable_since: float = 0.0
-    runtime: float = math.inf  # known run time (s), for gang-sjf
+    runtime: float = math.inf  # known run time (s), for gang-sjf (inf under policies that never read it)
     policy: QueuePolicy = QUEUE_POLICIES["gang"]
 
     def sort_key(self) -> SortKey:

@@ -9,6 +9,7 @@ returns what it decided. It never writes to the store; `run_until_stable` or the
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -670,7 +671,9 @@ class Scheduler:
         if root in self.queue:
             self.queue.move_to_active(root)
         else:
-            self.queue.add(root, priority, timestamp, self._runtime(root))
+            # Only a policy that orders by it reads the run time: the annotation is not looked up for others.
+            runtime = self._runtime(root) if self.profile.queue_policy.by_runtime else math.inf
+            self.queue.add(root, priority, timestamp, runtime)
 
     def _queue_entry(self, pi: PodInfo) -> tuple[RootKey, int, tuple[float, int]]:
         """(root, priority, timestamp) under which the pod is queued. For group members it is the same for
