@@ -122,21 +122,6 @@ class CycleRng:
         self._half = raw >> 32
         return raw & _WORD
 
-    def _below(self, n: int) -> int:
-        """Uniform in [0, n): Lemire's multiply-and-reject on 32-bit words, numpy's rejections included."""
-        if n == 1:
-            return 0  # numpy draws nothing for a range of one value
-        if n == _WORD + 1:
-            return self._word()
-        m = self._word() * n
-        low = m & _WORD
-        if low < n:
-            threshold = (_WORD + 1 - n) % n
-            while low < threshold:
-                m = self._word() * n
-                low = m & _WORD
-        return m >> 32
-
     def integers(
         self,
         low: int,
@@ -146,13 +131,26 @@ class CycleRng:
         endpoint: bool = False,
     ) -> Any:
         """`integers(n)` (or `integers(n, size=k)`: k draws in turn, as numpy makes them): other forms would
-        use words this class does not track, so they are refused."""
+        use words this class does not track, so they are refused. Uniform in [0, n): Lemire's
+        multiply-and-reject on 32-bit words, numpy's rejections included (written here, not in a helper:
+        a draw's call is a third of its cost, and a pod placed makes one)."""
         n = int(low)  # a numpy integer would overflow in the product of two 32-bit words
         if high is not None or endpoint or dtype is not np.int64 or not 1 <= n <= _WORD + 1:
             raise NotImplementedError("the tie-breaking generator draws only integers(n), 1 <= n <= 2**32")
-        if size is None:
-            return self._below(n)
-        return np.array([self._below(n) for _ in range(size)], dtype=np.int64)
+        if size is not None:
+            return np.array([self.integers(n) for _ in range(size)], dtype=np.int64)
+        if n == 1:
+            return 0  # numpy draws nothing for a range of one value
+        if n == _WORD + 1:
+            return self._word()
+        m = self._word() * n
+        fraction = m & _WORD
+        if fraction < n:
+            threshold = (_WORD + 1 - n) % n
+            while fraction < threshold:
+                m = self._word() * n
+                fraction = m & _WORD
+        return m >> 32
 
     def position(self) -> tuple[int, int, int | None]:
         """Where the stream stands (PCG64's state and increment, the half word kept): equal positions give

@@ -34,6 +34,7 @@ import contextlib
 import itertools
 from array import array
 from collections.abc import Callable, Iterable
+from functools import partial
 from itertools import compress
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -451,8 +452,7 @@ class Snapshot:
         self.pod_log.clear()
         self.generation += 1
 
-    def _log_pod(self, key: tuple[str, str], node: int, sign: int) -> None:
-        traits = self.traits.get(key)
+    def _log_pod(self, traits: PodTraits | None, node: int, sign: int) -> None:
         if traits is not None:
             self.pod_log.append((traits, node, sign))
             if traits.carries_terms:
@@ -464,10 +464,12 @@ class Snapshot:
         """Count `key` on `node` (with its `traits`, or those it was placed with before), ending its
         nomination as upstream's assume does; returns the undo, which gives the nomination back."""
         before = self.version
-        if traits is not None:
+        if traits is None:
+            traits = self.traits.get(key)
+        else:
             self.traits[key] = traits
         nomination = self.unnominate(key) if self.nominated else None
-        self._log_pod(key, node, 1)
+        self._log_pod(traits, node, 1)
         used, nonzero = self._used_rows, self._nonzero_rows
         for row, v in vec.rows:
             used[row][node] += v
@@ -475,16 +477,18 @@ class Snapshot:
         nonzero[1][node] += vec.nonzero_mem
         self.placed[key] = (node, vec)
         self.changed.append(node)
-        after = self._new_version()
+        # A partial, not a closure: the closure's cells made every read of `self` and `key` here a cell's.
+        return partial(self._unplace, key, nomination, before, self._new_version())
 
-        def undo() -> None:
-            lifo = self.version == after
-            self.remove(key)
-            if nomination is not None:
-                self.nominate(key, *nomination)
-            self._undone(before, after, lifo)
-
-        return undo
+    def _unplace(
+        self, key: tuple[str, str], nomination: tuple[int, PodVector, int] | None, before: int, after: int
+    ) -> None:
+        """`place`'s undo."""
+        lifo = self.version == after
+        self.remove(key)
+        if nomination is not None:
+            self.nominate(key, *nomination)
+        self._undone(before, after, lifo)
 
     def remove(self, key: tuple[str, str]) -> Callable[[], None]:
         """Stop counting `key` (no-op if not placed); returns the undo."""
@@ -493,7 +497,7 @@ class Snapshot:
             return lambda: None
         node, vec = entry
         before = self.version
-        self._log_pod(key, node, -1)
+        self._log_pod(self.traits.get(key), node, -1)
         used, nonzero = self._used_rows, self._nonzero_rows
         for row, v in vec.rows:
             used[row][node] -= v

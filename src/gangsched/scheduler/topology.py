@@ -26,7 +26,16 @@ import numpy as np
 from msgspec import Struct
 
 from . import domains
-from .cycle import GROUP_UNSCHEDULABLE, Code, GroupAttempt, GroupResult, group_unschedulable, run_group_cycle
+from .cycle import (
+    ERROR,
+    GROUP_UNSCHEDULABLE,
+    SUCCESS,
+    UNSCHEDULABLE,
+    GroupAttempt,
+    GroupResult,
+    group_unschedulable,
+    run_group_cycle,
+)
 from .domains import DomainSums
 from .evaluator import Evaluator
 from .plugins import BoolArray
@@ -396,7 +405,7 @@ def _full(
     for i, p in enumerate(options):
         result = run_group_cycle(ev, attempt, p.nodes)
         first = first or result
-        if result.code == Code.SUCCESS:
+        if result.code == SUCCESS:
             index.append(i)
             pods.append(attempt.scheduled + len(result.placed))
             most.append(most_allocated(ev.snap, p.nodes))
@@ -417,9 +426,9 @@ def no_placement_fits(first: GroupResult, count: int) -> GroupResult:
     """`first` (the first placement's failed cycle) as upstream reports a group none of whose `count`
     placements is feasible: the first placement's pods, under the wrapped status. An error is not a
     feasibility result: upstream returns it at once, as it is."""
-    if first.code == Code.ERROR:
+    if first.code == ERROR:
         return first
-    first.code = Code.UNSCHEDULABLE
+    first.code = UNSCHEDULABLE
     first.message = first.cycle_message = placements_status(first.message, first.wrapped, count)
     first.wrapped = True
     first.placed = []
@@ -433,7 +442,7 @@ def in_one_placement(result: GroupResult) -> GroupResult:
     available, ...`. A cycle that succeeded without placing a pod is left as it is: its placement was
     feasible, and only the root fails such a cycle. With the gate off (the default algorithm) the cycle's
     own status stands: do not call this then."""
-    if result.code == Code.SUCCESS or result.none_placed:
+    if result.code == SUCCESS or result.none_placed:
         return result
     return no_placement_fits(result, 1)
 
@@ -455,12 +464,12 @@ def place_with_topology(
     unchanged."""
     snap = ev.snap
     if pinned.error is not None:
-        return GroupResult(Code.ERROR, pinned.error)
+        return GroupResult(ERROR, pinned.error)
     options = placements(ev, key, candidates)
     if pinned.domains:
         options = [p for p in options if p.value in pinned.domains]
     if not options:
-        return GroupResult(Code.UNSCHEDULABLE, NO_PLACEMENTS, cycle_message=NO_PLACEMENTS)
+        return GroupResult(UNSCHEDULABLE, NO_PLACEMENTS, cycle_message=NO_PLACEMENTS)
     first: GroupResult | None = None
     # The per-domain capacity sums know nothing of nominated pods, of what the pods-stage plugins read
     # (ports, spread, pod affinity, also among the members), nor of volumes and devices (the claims stage:
@@ -496,6 +505,6 @@ def place_with_topology(
 def _run_in(ev: Evaluator, attempt: GroupAttempt, best: Placement) -> GroupResult:
     """The real cycle in the chosen placement."""
     result = run_group_cycle(ev, attempt, best.nodes, best.domain)
-    if result.code == Code.SUCCESS:
+    if result.code == SUCCESS:
         result.domain = best.value
     return result
