@@ -155,7 +155,6 @@ class Scheduler:
         # group (a member's unit takes its group's priority, read when a preemption asks).
         self._running_lone: dict[int, set[PodKey]] = {}
         self._running_in_groups: dict[tuple[str, str], set[PodKey]] = {}
-        self._group_of_running: dict[PodKey, tuple[str, str]] = {}
         self.skipped = 0  # cycles not run because the room bound showed they must fail
         # Extended resource names DeviceClasses serve (DRAExtendedResource): NodeResourcesFit skips them where
         # no node offers them and DynamicResources allocates devices for them (extended.py).
@@ -360,8 +359,8 @@ class Scheduler:
             self.queue.move_all_to_active()
 
     def _on_pod(self, change: Change) -> None:
-        key, pod = change.key, change.obj
-        if change.action != "delete" and is_terminal(pod):
+        key, pod, action = change.key, change.obj, change.action
+        if action != "delete" and action != "bind" and is_terminal(pod):  # binding changes no phase
             # kube-scheduler's pod informer lists only pods that are not Succeeded/Failed: a pod turning
             # terminal leaves its cache as a delete does (frees its node, requeues who may use it).
             if key in self._pods:
@@ -369,7 +368,7 @@ class Scheduler:
             return
         if self.backfill is not None:
             self.backfill.touch(change)  # work started or ended, or a root came: the plan rests on it
-        if change.action == "delete":
+        if action == "delete":
             pi = self._pods.pop(key, None)
             self._set_nomination(key, None)
             preemptor = self._victim_of.pop(key, None)
@@ -383,7 +382,7 @@ class Scheduler:
                 self._members.get(pi.group, set()).discard(key)
             self.queue.remove(("Pod", *key))
             self.waiters.forget(("Pod", *key))
-            if self._count_running(key, None):
+            if pi is not None and self._count_running(key, None, pi.group):
                 self._released()  # only a bound pod's deletion frees room (NodeResourcesFit's hint)
             return
         pi = self._pods.get(key)
@@ -421,7 +420,7 @@ class Scheduler:
             else:
                 self._admit(pi)
         if (
-            change.action == "add"
+            action == "add"
             and pi.group is not None
             and self._admit_after_replay is None
             and self._own_gate_open(pi.group)
@@ -490,22 +489,21 @@ class Scheduler:
         """Where the nominator holds room for `key` (None: nowhere)."""
         return self._nominated.get(key)
 
-    def _count_running(self, key: PodKey, priority: int | None, group: tuple[str, str] | None = None) -> bool:
-        """Track running pods' priorities (`priority=None`: the pod left) and groups; True if it was counted
-        before. (Every bound pod comes here: the priorities are counted in a plain dict, whose `get` costs
-        half of what a Counter's `+= 1` does.)"""
+    def _count_running(self, key: PodKey, priority: int | None, group: tuple[str, str] | None) -> bool:
+        """Track running pods' priorities (`priority=None`: the pod left) and groups (`group`, the pod's
+        PodInfo's, which never changes); True if it was counted before. (Every bound pod comes here: the
+        priorities are counted in a plain dict, whose `get` costs half of what a Counter's `+= 1` does.)"""
         old = self._bound_priority.pop(key, None)
         counts = self._priorities_running
         if old is not None:
             counts[old] -= 1
             if not counts[old]:
                 del counts[old]
-            was_in = self._group_of_running.pop(key, None)
-            if was_in is not None:
-                members = self._running_in_groups[was_in]
+            if group is not None:
+                members = self._running_in_groups[group]
                 members.discard(key)
                 if not members:
-                    del self._running_in_groups[was_in]
+                    del self._running_in_groups[group]
             else:
                 lone = self._running_lone[old]
                 lone.discard(key)
@@ -515,7 +513,6 @@ class Scheduler:
             self._bound_priority[key] = priority
             counts[priority] = counts.get(priority, 0) + 1
             if group is not None:
-                self._group_of_running[key] = group
                 running = self._running_in_groups.get(group)  # no empty set made for every pod
                 if running is None:
                     running = self._running_in_groups[group] = set()
@@ -1059,7 +1056,7 @@ class Scheduler:
         d = Decision()
         placed = bind(d, self._node_names(), result.placed, self._decided)
         waiting = post is not None and post.waiting
-        for pi in pods:
+        for pi in pods if len(placed) < len(pods) else ():  # (most cycles place every pod)
             if pi.key not in placed:
                 reason = "SchedulerError" if result.code == ERROR else "Unschedulable"
                 pod_failed(d, pi, reason, result.pod_message(pi.key, waiting=waiting))

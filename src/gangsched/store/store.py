@@ -76,6 +76,16 @@ def _merge_condition(
     return kept, now
 
 
+def _pod_condition(c: Condition, at: dt.datetime) -> Any:
+    return core_v1.PodCondition(
+        type=c.type,
+        status=c.status,
+        reason=c.reason or None,
+        message=c.message or None,
+        lastTransitionTime=at,
+    )
+
+
 def key_of(obj: Any) -> Key:
     return (obj.metadata.namespace or "", obj.metadata.name)
 
@@ -202,17 +212,9 @@ class Store:
             status = pod.status = core_v1.PodStatus()
         if status.conditions:
             conditions, at = _merge_condition(status.conditions, c, self._stamp)
-        else:  # a pod's first condition (every pod bound at its first cycle): nothing to merge with
+        else:  # a pod's first condition: nothing to merge with
             conditions, at = [], self._stamp
-        conditions.append(
-            core_v1.PodCondition(
-                type=c.type,
-                status=c.status,
-                reason=c.reason or None,
-                message=c.message or None,
-                lastTransitionTime=at,
-            )
-        )
+        conditions.append(_pod_condition(c, at))
         status.conditions = conditions
 
     def _set_group_condition(self, group: Any, c: Condition) -> None:
@@ -379,14 +381,26 @@ class Store:
         ):  # most Decisions have none of these: five loops less for each
             self._pre_bind(decision)
         pods, listeners = self._objects.get("Pod", _NONE), self._listeners
+        # The PodScheduled condition of a pod bound at its first cycle (no condition to merge with), made once
+        # for the Decision: the pods it binds share it, as they share its type, status and time (a condition
+        # is replaced, never changed in place).
+        scheduled = None
         for b in decision.bindings:
             pod = pods.get(b.pod)
             if pod is None:
                 continue
             pod.spec.nodeName = b.node
-            if pod.status is not None:
-                pod.status.nominatedNodeName = None
-            self._set_pod_condition(pod, _SCHEDULED)
+            status = pod.status
+            if status is None:
+                status = pod.status = core_v1.PodStatus()
+            else:
+                status.nominatedNodeName = None
+            if status.conditions:
+                self._set_pod_condition(pod, _SCHEDULED)
+            else:
+                if scheduled is None:
+                    scheduled = _pod_condition(_SCHEDULED, self._stamp)
+                status.conditions = [scheduled]
             bound = Change("bind", "Pod", b.pod, pod)
             for listener in listeners:  # `_emit`, without its call for each pod bound
                 listener(bound)
@@ -397,7 +411,7 @@ class Store:
                     pod.status = core_v1.PodStatus()
                 pod.status.nominatedNodeName = n.node
         for change in decision.conditions:
-            obj = self.get(change.kind, change.key)
+            obj = self._objects.get(change.kind, _NONE).get(change.key)  # `get` without its call
             if obj is None:
                 continue
             if change.kind == "Pod":
