@@ -935,9 +935,7 @@ class Scheduler:
                 continue
             if pi.pod.spec.nodeName:
                 bound.append(pi)
-            elif key not in gated and (
-                names is None or self._ours(pi)
-            ):  # `_schedulable` (no names: all ours)
+            elif key not in gated and (names is None or self._ours(pi)):  # `_schedulable`; no names: all ours
                 pending.append(pi)
         pending.sort(key=_priority_then_arrival)
         return pending, bound
