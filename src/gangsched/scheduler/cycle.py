@@ -188,8 +188,8 @@ def run_group_cycle(
             i += alike
             remaining -= alike
             scheduled += alike
-    # The check after the last pod tried is the one the cycle reports.
-    result.code, result.message = feasibility(attempt, scheduled, remaining)
+    # The check after the last pod tried is the one the cycle reports (`feasibility`, with m known).
+    result.code, result.message = min_count_feasibility(m, scheduled, remaining)
     if result.code == WAIT:
         result.code, result.message, result.wrapped = (
             UNSCHEDULABLE,

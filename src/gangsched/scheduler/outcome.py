@@ -34,7 +34,7 @@ def bind(
             volumes, claims = decided(key)
             d.volume_bindings.extend(volumes)
             d.claims.extend(claims)
-        node_name, name = node_names[node], pi.name
+        node_name, name = node_names[node], f"{key[0]}/{key[1]}"  # `pi.name`, without its call
         bindings.append(Binding(key, node_name))
         events.append(
             Notice("Normal", "Scheduled", f"Pod {name}", f"Successfully assigned {name} to {node_name}")

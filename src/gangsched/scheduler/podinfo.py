@@ -130,22 +130,8 @@ _SPEC_CACHE: dict[bytes, _FromSpec] = {}
 _SPEC_CACHE_SIZE = 4096
 
 
-def _spec_key(spec: Any) -> bytes:
-    """The encoding of `spec` less its schedulingGroup (which only names the group, read apart): the pods of
-    one template, in one gang or many, share it. The group is taken out of the spec while it is encoded and
-    put back: a copy of the spec without it (`msgspec.structs.replace`) cost as much as the encoding."""
-    group = spec.schedulingGroup
-    if group is None:
-        return msgspec.json.encode(spec)
-    spec.schedulingGroup = None
-    try:
-        return msgspec.json.encode(spec)
-    finally:
-        spec.schedulingGroup = group
-
-
 def _from_spec(spec: Any, key: bytes) -> _FromSpec:
-    """`_FromSpec` of `spec`, kept per `_spec_key`."""
+    """`_FromSpec` of `spec`, kept per `key`: the spec's encoding less its schedulingGroup (`pod_info`)."""
     cached = _SPEC_CACHE.get(key)
     if cached is None:
         if len(_SPEC_CACHE) >= _SPEC_CACHE_SIZE:
@@ -164,8 +150,8 @@ def _from_spec(spec: Any, key: bytes) -> _FromSpec:
     return cached
 
 
-# What `pod_info` takes from its caches, by what it reads of a pod: its spec (by `_spec_key`: `_FromSpec`, and
-# ports, pod affinity and spread constraints for `pod_traits`), namespace, labels and whether it is
+# What `pod_info` takes from its caches, by what it reads of a pod: its spec (by its encoding: `_FromSpec`,
+# and ports, pod affinity and spread constraints for `pod_traits`), namespace, labels and whether it is
 # terminating, and the default selector (`pod_traits`). `pod_traits` finds a pod's traits by an encoding of
 # those parts of its own, which costs twice as much as `_from_spec`'s lookup (12,000 instructions a pod);
 # with the spec's encoding made already, a tuple of the rest finds both at once (a lookup apart for the
@@ -182,7 +168,19 @@ def pod_info(
     `default_selector` feeds PodTopologySpread's system default constraints (podtraits.pod_traits)."""
     spec = pod.spec
     meta = pod.metadata
-    spec_key = _spec_key(spec)
+    # The spec's encoding less its schedulingGroup (which only names the group, read apart): the pods of one
+    # template, in one gang or many, share it. The group is taken out of the spec while it is encoded and put
+    # back: a copy of the spec without it (`msgspec.structs.replace`) cost as much as the encoding. (Inline:
+    # every pod comes here, and a function of its own cost about 900 instructions a pod more.)
+    group_ref = spec.schedulingGroup
+    if group_ref is None:
+        spec_key = msgspec.json.encode(spec)
+    else:
+        spec.schedulingGroup = None
+        try:
+            spec_key = msgspec.json.encode(spec)
+        finally:
+            spec.schedulingGroup = group_ref
     labels = meta.labels
     key = (
         spec_key,
@@ -198,8 +196,8 @@ def pod_info(
         found = _POD_CACHE[key] = (_from_spec(spec, spec_key), pod_traits(pod, default_selector))
     derived, traits = found
     group = None
-    if use_groups and spec.schedulingGroup is not None and spec.schedulingGroup.podGroupName:
-        group = (meta.namespace, spec.schedulingGroup.podGroupName)
+    if use_groups and group_ref is not None and group_ref.podGroupName:
+        group = (meta.namespace, group_ref.podGroupName)
     return PodInfo(
         key=(meta.namespace, meta.name),
         pod=pod,

@@ -48,9 +48,16 @@ class QueuedRoot(Struct):
     unschedulable_since: float = 0.0
     runtime: float = math.inf  # known run time (s), for gang-sjf (inf under policies that never read it)
     policy: QueuePolicy = QUEUE_POLICIES["gang"]
+    # `sort_key()` once computed (None: not yet). Of what it reads only the priority ever changes, and only
+    # `SchedulingQueue.add` changes it, dropping this: every root pushed and popped reads it several times.
+    kept_sort_key: SortKey | None = None
 
     def sort_key(self) -> SortKey:
-        return self.policy.sort_key(self.priority, self.runtime, self.timestamp, self.seq)
+        key = self.kept_sort_key
+        if key is None:
+            key = self.policy.sort_key(self.priority, self.runtime, self.timestamp, self.seq)
+            self.kept_sort_key = key
+        return key
 
 
 class SchedulingQueue:
@@ -98,7 +105,8 @@ class SchedulingQueue:
         else:
             reordered = root.priority != priority
             self.priority_changes += reordered
-        root.priority = priority
+        if reordered:
+            root.priority, root.kept_sort_key = priority, None
         self._parked.discard(key)
         if reordered and self.policy.strict_fifo:
             heapq.heappush(self._all, (root.sort_key(), key))
@@ -193,8 +201,10 @@ class SchedulingQueue:
 
     def pop(self, now: float) -> QueuedRoot | None:
         """The most important ready root, or None. Under strict FIFO: the head, if it is ready."""
-        self._flush_unschedulable_leftover(now)
-        self._flush_backoff(now)
+        if self._unschedulable:  # (most pops, with every root tried once at most: neither call)
+            self._flush_unschedulable_leftover(now)
+        if self._backoff:
+            self._flush_backoff(now)
         if self.policy.strict_fifo:
             head = self.head()
             if head is None or head.state != "active":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +42,7 @@ from .labelselector import Selector
 from .lone_failures import LoneFailures
 from .outcome import POD_SCHEDULED, bind, group_condition, pod_failed, record_tree
 from .plugins import BoolArray
-from .podinfo import PodInfo, PodKey, is_terminal, pod_info, uses_claims
+from .podinfo import TERMINAL_PHASES, PodInfo, PodKey, is_terminal, pod_info, uses_claims
 from .podtraits import pod_traits
 from .policy import QUEUE_POLICIES, QueuePolicy
 from .queue import MAX_UNSCHEDULABLE_SECONDS, QueuedRoot, RootKey, SchedulingQueue
@@ -126,8 +127,7 @@ class Profile(Struct, frozen=True):
     recovery: Recovery = WAIT  # members lost after admission: read by the simulator (recovery.py)
 
 
-def _priority_then_arrival(pi: PodInfo) -> tuple[int, int]:
-    return -pi.priority, pi.order
+_ARRIVAL, _PRIORITY = operator.attrgetter("order"), operator.attrgetter("priority")
 
 
 def _min_count(pg: Any) -> tuple[bool, int]:
@@ -142,6 +142,8 @@ class Scheduler:
         self.store = store
         self.gates = gates
         self.profile = profile
+        # Whether pods are scheduled by their PodGroups (`pod_info` reads it for every pod it makes).
+        self.use_groups: bool = gates.generic_workload and profile.queue_policy.groups
         self.seed = seed  # planners break their trial placements' ties from it (plan.tie_breaker)
         self.rng = CycleRng(seed)
         self.clock: Callable[[], float] = store.clock  # one clock: a Timeline replaces both with its own
@@ -248,10 +250,6 @@ class Scheduler:
         store.subscribe(self._on_change)
 
     # --- keeping in step with the store -------------------------------------------------------------------
-    @property
-    def use_groups(self) -> bool:
-        return self.gates.generic_workload and self.profile.queue_policy.groups
-
     def _ours(self, pi: PodInfo) -> bool:
         names = self.profile.scheduler_names
         return names is None or pi.scheduler_name in names
@@ -265,7 +263,17 @@ class Scheduler:
         if change.kind == "Pod":  # most changes (a pod added, bound, deleted): none of the kind checks below
             if self._ev is not None and self._ev.claims is not None:  # else a pod's change feeds nothing
                 self._on_claims_change(change)
-            self._on_pod(change)
+            pi = self._pods.get(change.key) if change.action == "bind" else None
+            if pi is None:
+                self._on_pod(change)
+                return
+            # A known pod bound by a Decision applied (the store's `apply`: every pod a cycle places comes
+            # here): what `_on_pod` does on its update, less the checks a binding cannot meet (it changes no
+            # phase, labels or gates, and leaves a bound pod nothing to admit).
+            if self.backfill is not None:
+                self.backfill.touch(change)
+            pi.pod = change.obj
+            self._running(pi)
             return
         self._objects_changed += 1
         if change.kind == "PodGroup":
@@ -360,12 +368,14 @@ class Scheduler:
 
     def _on_pod(self, change: Change) -> None:
         key, pod, action = change.key, change.obj, change.action
-        if action != "delete" and action != "bind" and is_terminal(pod):  # binding changes no phase
-            # kube-scheduler's pod informer lists only pods that are not Succeeded/Failed: a pod turning
-            # terminal leaves its cache as a delete does (frees its node, requeues who may use it).
-            if key in self._pods:
-                self._on_pod(Change("delete", "Pod", key, pod, change.old))
-            return
+        if action != "delete" and action != "bind":  # binding changes no phase
+            status = pod.status  # `is_terminal`, without its call: every pod comes here as it is added
+            if status is not None and status.phase in TERMINAL_PHASES:
+                # kube-scheduler's pod informer lists only pods that are not Succeeded/Failed: a pod turning
+                # terminal leaves its cache as a delete does (frees its node, requeues who may use it).
+                if key in self._pods:
+                    self._on_pod(Change("delete", "Pod", key, pod, change.old))
+                return
         if self.backfill is not None:
             self.backfill.touch(change)  # work started or ended, or a root came: the plan rests on it
         if action == "delete":
@@ -382,19 +392,25 @@ class Scheduler:
                 self._members.get(pi.group, set()).discard(key)
             self.queue.remove(("Pod", *key))
             self.waiters.forget(("Pod", *key))
-            if pi is not None and self._count_running(key, None, pi.group):
+            if pi is not None and self._count_gone(key, pi.group):
                 self._released()  # only a bound pod's deletion frees room (NodeResourcesFit's hint)
             return
         pi = self._pods.get(key)
         if pi is None:
             self._order += 1
-            pi = pod_info(pod, self._order, self.use_groups, self._default_selector(pod))
+            # (With no object of the selecting kinds, no pod has a default selector: no call to say so.)
+            selector = self._default_selector(pod) if self._selecting else None
+            pi = pod_info(pod, self._order, self.use_groups, selector)
             if self._dra_resources and not pi.claims:
                 pi.claims = self._uses_claims(pi)
             self._pods[key] = pi
-            self._note_claims(pi)
+            if pi.claims:
+                self._note_claims(pi)
             if pi.group is not None:
-                self._members.setdefault(pi.group, set()).add(key)
+                members = self._members.get(pi.group)  # no empty set made for every pod
+                if members is None:
+                    members = self._members[pi.group] = set()
+                members.add(key)
         else:
             relabelled = not pod.spec.nodeName and pod.metadata.labels != pi.pod.metadata.labels
             pi.pod = pod  # live informers replace objects on update; what it identifies stays immutable
@@ -402,23 +418,21 @@ class Scheduler:
                 # A pending pod's labels may change: what other pods read of it, and the selector of its
                 # default spread constraints (upstream builds them in each cycle), follow them.
                 pi.traits = pod_traits(pod, self._default_selector(pod))
-        bound = bool(pod.spec.nodeName)
-        if not bound or key in self._nominated:  # a bound pod not nominated has no nomination to end
-            self._track_nomination(pi, change, pending=not bound)
-        if key in self._victim_of and pod.metadata.deletionTimestamp is not None:
-            self._evicting.get(self._victim_of[key], {}).pop(key, None)  # its eviction has landed
-        if bound:
-            self._count_running(key, pi.priority, pi.group)
-            snap = self._snap
-            if snap is not None and key not in snap.placed:  # bound by someone else: the cycle placed ours
-                node = snap.index.get(pod.spec.nodeName)
-                if node is not None:
-                    snap.place(key, node, self._evaluator().vector(pi), pi.traits)
-        elif self._ours(pi):
-            if self._admit_after_replay is not None and pi.group is not None:
-                self._admit_after_replay.append(pi)  # admitted once every pod is known (__init__)
-            else:
-                self._admit(pi)
+        if pod.spec.nodeName:
+            self._running(pi)
+        else:
+            status = pod.status
+            # A pod the nominator does not hold has no nomination to end, nor one to record unless its status
+            # names a node (most pods: no call).
+            if key in self._nominated or (status is not None and status.nominatedNodeName):
+                self._track_nomination(pi, change)
+            if key in self._victim_of:
+                self._eviction_seen(pi)
+            if self._ours(pi):
+                if self._admit_after_replay is not None and pi.group is not None:
+                    self._admit_after_replay.append(pi)  # admitted once every pod is known (__init__)
+                else:
+                    self._admit(pi)
         if (
             action == "add"
             and pi.group is not None
@@ -426,29 +440,64 @@ class Scheduler:
             and self._own_gate_open(pi.group)
         ):
             # One more member (pending or bound) may lift the gang's minCount gate for the others,
-            # and in a composite tree the quorum gate for every group of the tree.
+            # and in a composite tree the quorum gate for every group of the tree. (A bound member's group
+            # was requeued already by `_running`: either comes first, the root ends in the same state.)
             root = self._root_of(pi)
             groups = self.hierarchy.tree_groups(root) if root[0] == "CompositePodGroup" else [pi.group]
             for group in groups:
                 self._regate(group, only_gated=True)
-        if bound and pi.group is not None:
+
+    def _eviction_seen(self, pi: PodInfo) -> None:
+        """For a victim of one of our preemptions (in `_victim_of`): once it shows as terminating, its
+        eviction has landed."""
+        if pi.pod.metadata.deletionTimestamp is not None:
+            self._evicting.get(self._victim_of[pi.key], {}).pop(pi.key, None)
+
+    def _running(self, pi: PodInfo) -> None:
+        """A pod known bound (added bound, or bound since): nominated nowhere, counted as running, counted
+        in the snapshot where no cycle of ours placed it, and its group requeued."""
+        key, group = pi.key, pi.group
+        if key in self._nominated:
+            self._set_nomination(key, None)  # upstream's nominator: a bound pod has no nomination
+        if key in self._victim_of:
+            self._eviction_seen(pi)
+        # Running pods' priorities (may a root preempt?) and groups (preemption's victims), counted in plain
+        # dicts, whose `get` costs half of what a Counter's `+= 1` does: every pod bound comes here.
+        if key in self._bound_priority:  # counted already (an update of a running pod): counted again
+            self._count_gone(key, group)
+        priority = self._bound_priority[key] = pi.priority
+        counts = self._priorities_running
+        counts[priority] = counts.get(priority, 0) + 1
+        if group is not None:
+            running = self._running_in_groups.get(group)  # no empty set made for every pod
+            if running is None:
+                running = self._running_in_groups[group] = set()
+            running.add(key)
+        else:
+            self._running_lone.setdefault(priority, set()).add(key)
+        snap = self._snap
+        if snap is not None and key not in snap.placed:  # bound by someone else: the cycle placed ours
+            node = snap.index.get(pi.pod.spec.nodeName)
+            if node is not None:
+                snap.place(key, node, self._evaluator().vector(pi), pi.traits)
+        if group is not None:
             # A member bound (by this scheduler or anyone) requeues its group, as upstream's assigned-pod
             # events do: members still pending get a cycle of their own, which may preempt. (The group's entry
             # is kept since its members entered the queue: looked up here without a call, as every bound
             # member of a group comes here.)
-            entry = self._queue_entries.get(pi.group) or self._queue_entry(pi)
+            entry = self._queue_entries.get(group) or self._queue_entry(pi)
             self.queue.move_to_active(entry[0])
 
-    def _track_nomination(self, pi: PodInfo, change: Change, *, pending: bool) -> None:
-        """Upstream's nominator on pod add/update: a pending pod of ours is nominated where its status says; a
-        status without one keeps a nomination we made whose write has not landed yet, unless the previous
-        object had one (someone cleared it). Bound, finished or not ours: no nomination.
+    def _track_nomination(self, pi: PodInfo, change: Change) -> None:
+        """Upstream's nominator on a pending pod's add/update: a pending pod of ours is nominated where its
+        status says; a status without one keeps a nomination we made whose write has not landed yet, unless
+        the previous object had one (someone cleared it). Not ours: no nomination (bound: `_running`).
 
         When a status write (another writer's: ours are recorded before they are sent) moves or clears a
         nomination, the room it held is free for others, as upstream's updatePodInSchedulingQueue treats
         the pod as deleted from its old nominated node and requeues who may use the room. The pod itself is
         requeued by its update (`_admit`), so a preemptor re-plans with its new nominated nodes."""
-        if not pending or not self._ours(pi):
+        if not self._ours(pi):
             self._set_nomination(pi.key, None)
             return
         before = self._nominated.get(pi.key)
@@ -489,37 +538,27 @@ class Scheduler:
         """Where the nominator holds room for `key` (None: nowhere)."""
         return self._nominated.get(key)
 
-    def _count_running(self, key: PodKey, priority: int | None, group: tuple[str, str] | None) -> bool:
-        """Track running pods' priorities (`priority=None`: the pod left) and groups (`group`, the pod's
-        PodInfo's, which never changes); True if it was counted before. (Every bound pod comes here: the
-        priorities are counted in a plain dict, whose `get` costs half of what a Counter's `+= 1` does.)"""
+    def _count_gone(self, key: PodKey, group: tuple[str, str] | None) -> bool:
+        """A pod counted running (`_running`) is not any more (gone, or counted again); `group` is its
+        PodInfo's, which never changes. True if it was counted."""
         old = self._bound_priority.pop(key, None)
+        if old is None:
+            return False
         counts = self._priorities_running
-        if old is not None:
-            counts[old] -= 1
-            if not counts[old]:
-                del counts[old]
-            if group is not None:
-                members = self._running_in_groups[group]
-                members.discard(key)
-                if not members:
-                    del self._running_in_groups[group]
-            else:
-                lone = self._running_lone[old]
-                lone.discard(key)
-                if not lone:
-                    del self._running_lone[old]
-        if priority is not None:
-            self._bound_priority[key] = priority
-            counts[priority] = counts.get(priority, 0) + 1
-            if group is not None:
-                running = self._running_in_groups.get(group)  # no empty set made for every pod
-                if running is None:
-                    running = self._running_in_groups[group] = set()
-                running.add(key)
-            else:
-                self._running_lone.setdefault(priority, set()).add(key)
-        return old is not None
+        counts[old] -= 1
+        if not counts[old]:
+            del counts[old]
+        if group is not None:
+            members = self._running_in_groups[group]
+            members.discard(key)
+            if not members:
+                del self._running_in_groups[group]
+        else:
+            lone = self._running_lone[old]
+            lone.discard(key)
+            if not lone:
+                del self._running_lone[old]
+        return True
 
     def victim_keys(self, placed: Mapping[PodKey, Any], below: int) -> Iterable[PodKey]:
         """The pods of `placed` that may be in a preemption unit of priority < `below`, in `placed`'s order:
@@ -663,7 +702,8 @@ class Scheduler:
             if pi.group is not None:
                 self._gated_in_group.setdefault(pi.group, set()).add(pi.key)
             return
-        self._ungate(pi.key, pi.group)
+        if self._gated or self._gating_reported:  # (no pod held at PreEnqueue: no gate to lift, no call)
+            self._ungate(pi.key, pi.group)
         root, priority, timestamp = self._queue_entry(pi)
         if root in self.queue:
             self.queue.move_to_active(root)
@@ -676,13 +716,14 @@ class Scheduler:
         """(root, priority, timestamp) under which the pod is queued. For group members it is the same for
         the whole group, so it is kept until its PodGroup or a CompositePodGroup changes."""
         if pi.group is None:
-            return ("Pod", *pi.key), pi.priority, self.store.timestamp("Pod", pi.key)
+            return ("Pod", *pi.key), pi.priority, self.store.timestamp("Pod", pi.key, pi.pod)
         entry = self._queue_entries.get(pi.group)
         if entry is None:
-            root = self._root_of(pi)
-            group = self.store.get(root[0], (root[1], root[2]))
+            root = self.hierarchy.root_of_group(pi.group)  # `_root_of`, without its call
+            key = (root[1], root[2])
+            group = self.store.get(root[0], key)
             priority = int(group.spec.priority or 0) if group is not None else pi.priority
-            entry = (root, priority, self.store.timestamp(root[0], (root[1], root[2])))
+            entry = (root, priority, self.store.timestamp(root[0], key, group))
             self._queue_entries[pi.group] = entry
         return entry
 
@@ -850,7 +891,7 @@ class Scheduler:
 
     def _cycle(self, root: QueuedRoot, now: float) -> Decision:
         kind, ns, name = root.key
-        if self._evictions_in_flight(root.key, now):
+        if self._evicting and self._evictions_in_flight(root.key, now):  # (no preemption, no call)
             # Not tried while its evictions are in flight: retried then, it would see no terminating victim
             # yet and preempt a second time. Their deletion (or a later event) brings it back.
             self.queue.park(root.key)
@@ -877,7 +918,7 @@ class Scheduler:
         if error:
             return self._finish(root, pg, pending, GroupResult(ERROR, error), None, now)
         allowed = self._backfill_nodes(root, now)
-        if self._bound_fails(root, pg, pending, len(bound), now, allowed):
+        if root.attempts and self._bound_fails(root, pg, pending, len(bound), now, allowed):  # first: no call
             return Decision()
         gang, min_count = _min_count(pg)
         attempt = GroupAttempt(min_count=min_count, gang=gang, scheduled=len(bound), pods=pending)
@@ -931,13 +972,17 @@ class Scheduler:
         gated, names = self._gated, self.profile.scheduler_names
         for key in self._members.get(group, ()):  # one pass: every gang cycle reads all its members
             pi = self._pods[key]
-            if is_terminal(pi.pod):
+            pod, status = pi.pod, pi.pod.status
+            if status is not None and status.phase in TERMINAL_PHASES:  # `is_terminal`, without its call
                 continue
-            if pi.pod.spec.nodeName:
+            if pod.spec.nodeName:
                 bound.append(pi)
             elif key not in gated and (names is None or self._ours(pi)):  # `_schedulable`; no names: all ours
                 pending.append(pi)
-        pending.sort(key=_priority_then_arrival)
+        # Priority then arrival, by two stable sorts on C getters (a key function in Python cost a call per
+        # member): arrival first, then priority, highest first (`reverse` keeps equal priorities in order).
+        pending.sort(key=_ARRIVAL)
+        pending.sort(key=_PRIORITY, reverse=True)
         return pending, bound
 
     def placer(self, key: RootKey) -> Placer | None:

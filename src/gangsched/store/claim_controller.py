@@ -173,20 +173,28 @@ def sync_claims(store: Any, *, workload_claims: bool, objects: Iterable[Any] | N
     them), and the PersistentVolumeClaims of generic ephemeral volumes (ephemeral_controller.py), the two
     controllers whose objects the scheduler waits for. `workload_claims`: the DRAWorkloadResourceClaims
     gate. `objects`: only these PodGroups and pods (those just created, in the simulator), else all."""
-    listed = [  # those being deleted are left alone (syncPod, syncPodGroup)
-        o
-        for o in (list(objects) if objects is not None else [*store.list("PodGroup"), *store.list("Pod")])
-        if o.metadata.deletionTimestamp is None
-    ]
-    pods = [o for o in listed if o.kind == "Pod"]
-    sync_ephemeral_volumes(store, pods)
-    if workload_claims:
-        for pg in listed:
-            if pg.kind == "PodGroup" and pg.spec is not None and pg.spec.resourceClaims:
-                _sync_group(store, pg)
+    # The objects with work for either controller, sorted out in one pass: most have none (every pod and
+    # PodGroup of `gangsched schedule` comes here once). Those being deleted are left alone (syncPod,
+    # syncPodGroup).
+    with_volumes: list[Any] = []
+    groups: list[Any] = []
+    pods: list[Any] = []
+    for o in list(objects) if objects is not None else [*store.list("PodGroup"), *store.list("Pod")]:
+        spec = o.spec
+        if o.metadata.deletionTimestamp is not None or spec is None:
+            continue
+        if o.kind == "Pod":
+            if spec.volumes:
+                with_volumes.append(o)
+            if spec.resourceClaims and not spec.nodeName:
+                pods.append(o)
+        elif o.kind == "PodGroup" and workload_claims and spec.resourceClaims:
+            groups.append(o)
+    sync_ephemeral_volumes(store, with_volumes)
+    for pg in groups:
+        _sync_group(store, pg)
     for pod in pods:
-        if pod.spec is not None and pod.spec.resourceClaims and not pod.spec.nodeName:
-            _sync_pod(store, pod, workload_claims)
+        _sync_pod(store, pod, workload_claims)
 
 
 def release_claims(store: Any, consumer: Any, resource: str) -> None:

@@ -134,11 +134,14 @@ class Store:
         """First-seen order: breaks ties in the queue as creation time does upstream."""
         return self._order.get((kind, key), 0)
 
-    def timestamp(self, kind: str, key: Key) -> tuple[float, int]:
-        obj = self.get(kind, key)
+    def timestamp(self, kind: str, key: Key, obj: Any = None) -> tuple[float, int]:
+        """(creation time in seconds, first-seen order) of the object under `key`: the queue's tie-break.
+        `obj`: that object, when the caller holds it already (None: looked up)."""
+        if obj is None:
+            obj = self.get(kind, key)
         created = obj.metadata.creationTimestamp if obj is not None and obj.metadata else None
         seconds = created.timestamp() if isinstance(created, dt.datetime) else 0.0
-        return (seconds, self.order(kind, key))
+        return (seconds, self._order.get((kind, key), 0))  # `order`, without its call
 
     # --- writing ------------------------------------------------------------------------------------------
     def subscribe(self, listener: Callable[[Change], None]) -> None:
@@ -176,7 +179,8 @@ class Store:
             kind = kinds.get(type(obj))
             if kind is None:
                 kind = kinds[type(obj)] = kind_info(obj).kind
-            key = key_of(obj)
+            meta = obj.metadata
+            key = (meta.namespace or "", meta.name)  # `key_of`, without its call
             bucket = buckets.get(kind)
             if bucket is None:
                 bucket = buckets[kind] = {}
@@ -219,7 +223,10 @@ class Store:
 
     def _set_group_condition(self, group: Any, c: Condition) -> None:
         status = group.status
-        conditions, at = _merge_condition(status.conditions if status is not None else None, c, self._stamp)
+        if status is not None and status.conditions:
+            conditions, at = _merge_condition(status.conditions, c, self._stamp)
+        else:  # a group's first condition: nothing to merge with
+            conditions, at = [], self._stamp
         conditions.append(
             meta_v1.Condition(
                 type=c.type,
