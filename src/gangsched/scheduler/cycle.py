@@ -60,9 +60,10 @@ class Code(enum.IntEnum):
 SUCCESS, WAIT, UNSCHEDULABLE, ERROR = Code.SUCCESS, Code.WAIT, Code.UNSCHEDULABLE, Code.ERROR
 
 
-class GroupAttempt(Struct):
+class GroupAttempt(Struct, gc=False):
     """What one cycle needs to know about a group: its policy, what is already placed, what is pending.
-    Not frozen: every cycle makes one, and a frozen dataclass costs twice as much to make; never changed."""
+    Not frozen: every cycle makes one, and a frozen dataclass costs twice as much to make; never changed.
+    Not tracked by the garbage collector either (half the cost again): its pods never refer back to it."""
 
     min_count: int
     gang: bool

@@ -28,9 +28,12 @@ ObjectKey = tuple[str, str]
 # faster (Binding, Notice, Condition and ConditionChange are made for every pod a cycle decides). Nothing
 # changes a Decision's values once made. A Decision's lists default to `[]`, which msgspec copies for each
 # instance in C (a `default_factory` costs a call for each: a fifth more for every Decision made).
+# Those made for every pod or cycle are `gc=False`: they hold only strings, keys and other such values, never
+# anything that refers back to them, so no reference cycle can form through one, and left untracked by the
+# garbage collector one is made in half the time (a Decision's lists themselves stay tracked).
 
 
-class Binding(Struct):
+class Binding(Struct, gc=False):
     pod: ObjectKey
     node: str
 
@@ -79,14 +82,14 @@ class Eviction(Struct, frozen=True):
     preemptor: str
 
 
-class Condition(Struct):
+class Condition(Struct, gc=False):
     type: str
     status: str
     reason: str
     message: str
 
 
-class ConditionChange(Struct):
+class ConditionChange(Struct, gc=False):
     """Set `condition` on an object of `kind` ("Pod", "PodGroup", "CompositePodGroup")."""
 
     kind: str
@@ -94,7 +97,7 @@ class ConditionChange(Struct):
     condition: Condition
 
 
-class Notice(Struct):
+class Notice(Struct, gc=False):
     """A Kubernetes Event: type Normal/Warning, reason, the object ("Pod ns/name"), message."""
 
     type: str
@@ -103,7 +106,7 @@ class Notice(Struct):
     message: str
 
 
-class Decision(Struct):
+class Decision(Struct, gc=False):
     bindings: list[Binding] = []
     nominations: list[Nomination] = []
     evictions: list[Eviction] = []

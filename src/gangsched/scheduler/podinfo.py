@@ -25,8 +25,9 @@ def is_terminal(pod: Any) -> bool:
     return pod.status is not None and pod.status.phase in TERMINAL_PHASES
 
 
-class PodInfo(Struct, eq=False):
-    """A pod as scheduled: identity, priority, requests and an equivalence signature.
+class PodInfo(Struct, eq=False, gc=False):
+    """A pod as scheduled: identity, priority, requests and an equivalence signature. Not tracked by the
+    garbage collector (every pod has one): the pod and the values it holds never refer back to it.
 
     Pods with the same `signature` get the same filter and score results on the same snapshot, so a group of
     identical workers is evaluated once per node change rather than once per pod.
