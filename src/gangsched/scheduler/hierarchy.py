@@ -101,8 +101,10 @@ class Hierarchy:
         chain, _ = self.ancestry(*composite)
         return ("CompositePodGroup", composite[0], chain[-1] if chain else composite[1])
 
-    def root_of_group(self, group: GroupRef) -> RootKey:
-        pg = self.store.get("PodGroup", group)
+    def root_of_group(self, group: GroupRef, pg: Any = None) -> RootKey:
+        """`pg`: the group's PodGroup, when the caller holds it already (None: looked up)."""
+        if pg is None:
+            pg = self.store.get("PodGroup", group)
         parent = self.parent_of(pg) if pg is not None else None
         if parent is None:
             return ("PodGroup", *group)

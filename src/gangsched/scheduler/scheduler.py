@@ -719,9 +719,11 @@ class Scheduler:
             return ("Pod", *pi.key), pi.priority, self.store.timestamp("Pod", pi.key, pi.pod)
         entry = self._queue_entries.get(pi.group)
         if entry is None:
-            root = self.hierarchy.root_of_group(pi.group)  # `_root_of`, without its call
+            # The PodGroup read once: the root's object when the group is its own root (the usual group).
+            pg = self.store.get("PodGroup", pi.group)
+            root = self.hierarchy.root_of_group(pi.group, pg)  # `_root_of`, without its call
             key = (root[1], root[2])
-            group = self.store.get(root[0], key)
+            group = pg if root[0] == "PodGroup" else self.store.get(root[0], key)
             priority = int(group.spec.priority or 0) if group is not None else pi.priority
             entry = (root, priority, self.store.timestamp(root[0], key, group))
             self._queue_entries[pi.group] = entry
