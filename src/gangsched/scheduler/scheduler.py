@@ -919,14 +919,16 @@ class Scheduler:
         )
         if error:
             return self._finish(root, pg, pending, GroupResult(ERROR, error), None, now)
-        allowed = self._backfill_nodes(root, now)
+        allowed = self._backfill_nodes(root, now) if self.backfill is not None else None  # (none: no call)
         if root.attempts and self._bound_fails(root, pg, pending, len(bound), now, allowed):  # first: no call
             return Decision()
         gang, min_count = _min_count(pg)
         attempt = GroupAttempt(min_count=min_count, gang=gang, scheduled=len(bound), pods=pending)
         result = self._place_group(pg, attempt, bound, allowed)
-        rerun = lambda: self._place_group(pg, attempt, bound)  # noqa: E731
-        post = self._preempt(root, pg, pending, result, now, rerun, len(bound))
+        post = None
+        if result.code == UNSCHEDULABLE:  # PostFilter's only case (`_preempt`): most cycles make no call
+            rerun = lambda: self._place_group(pg, attempt, bound)  # noqa: E731
+            post = self._preempt(root, pg, pending, result, now, rerun, len(bound))
         return self._finish(root, pg, pending, result, post, now, bound=len(bound))
 
     def _lone_cycle(self, root: QueuedRoot, pi: PodInfo, allowed: BoolArray | None, now: float) -> Decision:
