@@ -424,11 +424,12 @@ class Scheduler:
             status = pod.status
             # A pod the nominator does not hold has no nomination to end, nor one to record unless its status
             # names a node (most pods: no call).
-            if key in self._nominated or (status is not None and status.nominatedNodeName):
+            nominated = self._nominated and key in self._nominated  # (none: the key is not hashed)
+            if nominated or (status is not None and status.nominatedNodeName):
                 self._track_nomination(pi, change)
-            if key in self._victim_of:
+            if self._victim_of and key in self._victim_of:
                 self._eviction_seen(pi)
-            if self._ours(pi):
+            if self.profile.scheduler_names is None or self._ours(pi):  # no names: all ours, no call
                 if self._admit_after_replay is not None and pi.group is not None:
                     self._admit_after_replay.append(pi)  # admitted once every pod is known (__init__)
                 else:
@@ -457,9 +458,10 @@ class Scheduler:
         """A pod known bound (added bound, or bound since): nominated nowhere, counted as running, counted
         in the snapshot where no cycle of ours placed it, and its group requeued."""
         key, group = pi.key, pi.group
-        if key in self._nominated:
+        # (While nothing is nominated or preempted, the key is not hashed to find that out.)
+        if self._nominated and key in self._nominated:
             self._set_nomination(key, None)  # upstream's nominator: a bound pod has no nomination
-        if key in self._victim_of:
+        if self._victim_of and key in self._victim_of:
             self._eviction_seen(pi)
         # Running pods' priorities (may a root preempt?) and groups (preemption's victims), counted in plain
         # dicts, whose `get` costs half of what a Counter's `+= 1` does: every pod bound comes here.
