@@ -97,16 +97,18 @@ class SchedulingQueue:
     ) -> None:
         """Make `key` active (new roots), keeping attempts and timestamp of a root already known."""
         root = self._roots.get(key)
-        if root is None:
+        if root is None:  # a new root (every root comes here once): never tried, so active at once
             self._seq += 1
             root = QueuedRoot(key, priority, timestamp, seq=self._seq, runtime=runtime, policy=self.policy)
             self._roots[key] = root
-            reordered = True
-        elif root.state == "active":
+            if self.policy.strict_fifo:
+                heapq.heappush(self._all, (root.sort_key(), key))
+            heapq.heappush(self._active, (root.sort_key(), key))
             return
-        else:
-            reordered = root.priority != priority
-            self.priority_changes += reordered
+        if root.state == "active":
+            return
+        reordered = root.priority != priority
+        self.priority_changes += reordered
         if reordered:
             root.priority, root.kept_sort_key = priority, None
         self._parked.discard(key)
