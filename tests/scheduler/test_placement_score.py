@@ -124,14 +124,18 @@ class _Sums:
     allocatable cpu and memory and their requested amounts, and the columns changed since."""
 
     def __init__(self, columns: list[tuple[int, int]]) -> None:  # (room, percent requested) per column
-        self.sums = np.array([[room, 100, 100, used, used] for room, used in columns], dtype=np.int64).T
+        self.columns = [[room, 100, 100, used, used] for room, used in columns]
         self.rebuilds, self.touched = 1, []
 
+    def array(self, columns: list[int] | None = None) -> np.ndarray:
+        picked = self.columns if columns is None else [self.columns[column] for column in columns]
+        return np.array(picked, dtype=np.int64).T
+
     def column_sums(self, column: int) -> list[int]:
-        return [int(v) for v in self.sums[:, column]]
+        return self.columns[column]
 
     def set(self, column: int, room: int, used: int) -> None:
-        self.sums[:, column] = [room, 100, 100, used, used]
+        self.columns[column] = [room, 100, 100, used, used]
         self.touched.append(column)
 
 

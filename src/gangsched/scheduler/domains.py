@@ -36,9 +36,14 @@ class NodeValues(Protocol):
 
 
 class DomainSums:
-    """`sums[:, i]` = sum over the nodes whose value of `key` is the i-th in value order (the order of
+    """`columns[i]` = sum over the nodes whose value of `key` is the i-th in value order (the order of
     `snap.domains(key)`, which is that of the placements over all nodes) of `values.many(nodes)[:, node]`,
-    exact in int64. `column[code]` is the column of a label code.
+    one Python int per row. `column[code]` is the column of a label code.
+
+    The sums are kept as Python ints, a list per column, because their users read and write them a column
+    at a time (the domain a group changed): a list's item costs a fraction of an int64 array's cell, and a
+    column's rows are added in one `map`. A column's list is replaced, never changed, so a list read stays
+    as it was read. `array` gives them as an int64 array for a pass over many columns.
 
     The values must depend only on the snapshot's per-node state, so that a node's value changes only when
     the node appears in the change log."""
@@ -68,18 +73,26 @@ class DomainSums:
         # scalar code
         self.per_node: list[list[int]] = every.T.tolist()
         labelled = np.flatnonzero(self.node_column >= 0)
-        self.sums: Int64Array = np.zeros((every.shape[0], self.size), dtype=np.int64)
-        self._cells = self.sums.data  # the sums as Python ints, one cell at a time (`_refresh_few`)
-        self._add(labelled, every[:, labelled])
+        self.rows = every.shape[0]
+        self.columns: list[list[int]] = self._summed(labelled, every[:, labelled]).T.tolist()
         self.synced, self.generation = len(self.snap.changed), self.snap.generation
         self.touched.clear()
         self.rebuilds += 1
 
-    def _add(self, cols: Columns, delta: Int64Array) -> None:
+    def _summed(self, cols: Columns, values: Int64Array) -> Int64Array:
+        """`values` (rows x `cols`, labelled nodes only) summed per column, exact in int64."""
+        sums = np.zeros((values.shape[0], self.size), dtype=np.int64)
         # one unbuffered add for every row at once (nodes of one domain add up), through transposed views
-        np.add.at(self.sums.T, self.node_column[cols], delta.T)
+        np.add.at(sums.T, self.node_column[cols], values.T)
+        return sums
 
-    def current(self) -> Int64Array:
+    def array(self, columns: list[int] | None = None) -> Int64Array:
+        """The sums of `columns` (all when None) as an int64 array, rows x columns."""
+        kept = self.columns
+        picked = kept if columns is None else [kept[column] for column in columns]
+        return np.array(picked, dtype=np.int64).reshape(len(picked), self.rows).T
+
+    def current(self) -> list[list[int]]:
         changed = self.snap.changed
         if self.generation != self.snap.generation:  # the log was cleared: start over
             self._rebuild()
@@ -91,18 +104,21 @@ class DomainSums:
                 cols = np.fromiter(pending, dtype=np.intp)
                 cols = cols[self.node_column[cols] >= 0]
                 new = self.values.many(cols)
-                per_node = self.per_node
-                self._add(cols, new - np.array([per_node[col] for col in cols.tolist()], np.int64).T)
+                per_node, columns = self.per_node, self.columns
+                old = np.array([per_node[col] for col in cols.tolist()], np.int64).T
+                delta = self._summed(cols, new - old)
                 for col, values in zip(cols.tolist(), new.T.tolist(), strict=True):
                     per_node[col] = values
-                self.touched.extend(set(self.node_column[cols].tolist()))
+                touched = set(self.node_column[cols].tolist())
+                for column in touched:
+                    columns[column] = list(map(add, columns[column], delta[:, column].tolist()))
+                self.touched.extend(touched)
             self.synced = len(changed)
-        return self.sums
+        return self.columns
 
     def column_sums(self, column: int) -> list[int]:
-        """`sums[:, column]` as Python ints (read cell by cell: cheaper than a numpy slice and its tolist)."""
-        cells = self._cells
-        return [cells[row, column] for row in range(self.sums.shape[0])]
+        """The sums of `column` as Python ints (the kept list: not to be changed)."""
+        return self.columns[column]
 
     def _refresh_few(self, cols: set[int]) -> None:
         per_node, node_column, one = self.per_node, self._node_column, self.values.one
@@ -118,11 +134,9 @@ class DomainSums:
             before = delta.get(column)
             change = list(map(sub, new, old))
             delta[column] = change if before is None else list(map(add, before, change))
-        # cell by cell: a numpy slice's in-place add of a short list costs several times more
-        cells = self._cells
+        columns = self.columns
         for column, change in delta.items():
-            for row, value in enumerate(change):
-                cells[row, column] += value
+            columns[column] = list(map(add, columns[column], change))
         self.touched.extend(delta)
 
 

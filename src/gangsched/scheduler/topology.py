@@ -277,7 +277,7 @@ class _KeptScores:
     def current(self) -> tuple[list[int], list[int]]:
         kept = self.kept
         if self.rebuilds != kept.rebuilds:
-            all_pods, all_most = _scores(kept.sums, self.want)
+            all_pods, all_most = _scores(kept.array(), self.want)
             self.pods, self.most = all_pods.tolist(), all_most.tolist()
             self.rebuilds, self.synced = kept.rebuilds, len(kept.touched)
             self._ranked = False
@@ -287,9 +287,9 @@ class _KeptScores:
                 for column in touched:
                     self._set(column, *_score_one(kept.column_sums(column), self.want))
             else:
-                columns = np.fromiter(touched, dtype=np.intp)
-                new_pods, new_most = _scores(kept.sums[:, columns], self.want)
-                for column, p, m in zip(columns.tolist(), new_pods.tolist(), new_most.tolist(), strict=True):
+                columns = list(touched)
+                new_pods, new_most = _scores(kept.array(columns), self.want)
+                for column, p, m in zip(columns, new_pods.tolist(), new_most.tolist(), strict=True):
                     self._set(column, p, m)
             self.synced = len(kept.touched)
         return self.pods, self.most
