@@ -200,6 +200,7 @@ class _Class:
         "refusal",
         "rejections_by_plugin",
         "spec",
+        "states",
         "static_cells",
         "static_ok",
         "static_scores",
@@ -244,6 +245,9 @@ class _Class:
         # same value, and the pods of a template fill nodes in the same few steps, so most refreshes find
         # it here.
         self.by_column: dict[tuple[int, ...], int] = {}
+        # Each node's Snapshot.state as the scalar refresh last read it, for nodes the class's static filters
+        # admit (None: not read since the last refresh through numpy); kept only once `state` is asked.
+        self.states: list[tuple[int, ...] | None] | None = None
         # The best of `masked` per domain of a topology key (find_node's `domain`), by key.
         self.domain_bests: dict[str, DomainBests] = {}
         # `static_ok` and `masked` as memoryviews over the same memory, for the scalar refresh of a few
@@ -251,6 +255,20 @@ class _Class:
         # scalar and costs several times more.
         self.static_cells: memoryview = static_ok.data
         self.masked_cells: memoryview = masked.data
+
+    def state(self, snap: Snapshot, col: int) -> tuple[int, ...]:
+        """`snap.state(col)`, as the class's last refresh of node `col` read it when the class is current
+        with the change log: every node changed since that read was then read again after its change (or
+        the reads were dropped). Topology placement's per-domain sums read the nodes a group changed right
+        after the class was brought in step with them."""
+        states = self.states
+        if states is None:  # from now on
+            self.states = [None] * len(snap)
+        elif self.synced == len(snap.changed) and self.generation == snap.generation:
+            state = states[col]
+            if state is not None:
+                return state
+        return snap.state(col)
 
     @property
     def static_rejections(self) -> Rejections:
@@ -373,6 +391,8 @@ class Evaluator:
             )
             c.masked[cols] = np.where(fit, score, -1)
             c.top = None
+            if c.states is not None:
+                c.states = [None] * len(snap)
             return
         for col in cols:
             self._refresh_column(c, col)
@@ -389,6 +409,9 @@ class Evaluator:
                 by_column.clear()
             # The node's amounts as Python ints: arithmetic on numpy scalars costs several times more.
             state = self.snap.state(col)
+            states = c.states
+            if states is not None:
+                states[col] = state
             kept = by_column.get(state)
             if kept is None:
                 kept = by_column[state] = self._fit_and_score(state, c.vec)

@@ -192,6 +192,10 @@ def choose(pods: Sequence[int], most: Sequence[int], ev: Evaluator) -> int:
     return winners[int(ev.rng.integers(len(winners)))]
 
 
+# Node states a `_ClassRoom` keeps its per-node values for (then dropped and started over)
+_STATE_MEMO = 4096
+
+
 class _ClassRoom:
     """Per node, for one equivalence class `c`: how many more of its pods fit (0 where its static filters
     reject the node), allocatable cpu and memory, requested cpu and memory as MostAllocated counts them
@@ -203,6 +207,10 @@ class _ClassRoom:
         # is the per-resource minimum a loop would take)
         self.rows = np.array([row for row, _ in c.vec.rows], dtype=np.intp)
         self.per_row = np.array([[v] for _, v in c.vec.rows], dtype=np.int64)
+        # `one` of the nodes the class's static filters admit, by node state (Snapshot.state, as the class
+        # read it when it refreshed the node): the pods of a template fill nodes of one kind in the same
+        # few steps, so most nodes a group changed are found here
+        self._by_state: dict[tuple[int, ...], list[int]] = {}
 
     def many(self, cols: npt.NDArray[np.intp]) -> Int64Array:
         snap, c = self.snap, self.c
@@ -215,8 +223,17 @@ class _ClassRoom:
         return out
 
     def one(self, col: int) -> list[int]:
+        """`many` of node `col` alone, as Python ints (a list kept and shared: not to be changed)."""
         snap, c = self.snap, self.c
-        return [snap.holds(col, c.vec) if c.static_cells[col] else 0, *snap.scored_amounts(col)]
+        if not c.static_cells[col]:
+            return [0, *snap.scored_amounts(col)]
+        by_state, state = self._by_state, c.state(snap, col)
+        kept = by_state.get(state)
+        if kept is None:
+            if len(by_state) >= _STATE_MEMO:
+                by_state.clear()
+            kept = by_state[state] = [snap.holds(col, c.vec), *snap.scored_amounts(col)]
+        return kept
 
 
 def _scores(sums: Int64Array, want: tuple[int, int, int, int, int]) -> tuple[Int64Array, Int64Array]:
