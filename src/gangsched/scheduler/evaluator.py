@@ -361,6 +361,11 @@ class Evaluator:
             else node_resources_fit.most_allocated
         )
         self._classes: dict[Hashable, _Class] = {}
+        # The class last looked up and the signature object it was looked up by: the pods of a template share
+        # one signature object (pod_info's cache), and a signature is a tuple, whose hash is computed again
+        # at every dict lookup (a few thousand instructions).
+        self._last_signature: Hashable = None
+        self._last_class: _Class | None = None
         self._rooms: dict[Hashable, _Room] = {}  # room_for's counts per class, kept current like classes
         self._domain_sums: dict[tuple[Hashable, str], DomainSums] = {}
         self._labelled: dict[str, BoolArray] = {}
@@ -436,13 +441,20 @@ class Evaluator:
         snap = self.snap
         if len(snap.changed) > _MAX_CHANGE_LOG or len(snap.pod_log) > _MAX_CHANGE_LOG:
             snap.clear_logs()
-        cached = self._classes.get(pi.signature)
-        if cached is not None:
-            c = cached
-        else:
+        c = self._known_class(pi.signature)
+        if c is None:
             c = self._new_class(pi)
             self._classes[pi.signature] = c
         self._sync(c)
+        return c
+
+    def _known_class(self, signature: Hashable) -> _Class | None:
+        """The class of pods of `signature`, None when none was made yet."""
+        if signature is self._last_signature:
+            return self._last_class
+        c = self._classes.get(signature)
+        if c is not None:  # classes are never dropped: the pair stays true
+            self._last_signature, self._last_class = signature, c
         return c
 
     def _sync(self, c: _Class) -> None:
@@ -791,7 +803,7 @@ class Evaluator:
         (`snap.carriers` stays) and ends no nomination (there is none). So a gang of one template skips,
         pod after pod, the class lookup and the pods-stage, claims and nomination checks."""
         first, snap = pods[start - 1], self.snap
-        c = self._classes.get(first.signature)
+        c = self._known_class(first.signature)
         if (
             c is None
             or c.static_scores
