@@ -192,6 +192,7 @@ class _Class:
     __slots__ = (
         "by_column",
         "domain_bests",
+        "domain_sums",
         "generation",
         "key",
         "masked",
@@ -250,6 +251,8 @@ class _Class:
         self.states: list[tuple[int, ...] | None] | None = None
         # The best of `masked` per domain of a topology key (find_node's `domain`), by key.
         self.domain_bests: dict[str, DomainBests] = {}
+        # Per-domain sums of a per-node quantity of the class (topology placement's room), by key.
+        self.domain_sums: dict[str, DomainSums] = {}
         # `static_ok` and `masked` as memoryviews over the same memory, for the scalar refresh of a few
         # columns: indexing one gives or takes a Python bool or int, where indexing the array makes a numpy
         # scalar and costs several times more.
@@ -367,7 +370,6 @@ class Evaluator:
         self._last_signature: Hashable = None
         self._last_class: _Class | None = None
         self._rooms: dict[Hashable, _Room] = {}  # room_for's counts per class, kept current like classes
-        self._domain_sums: dict[tuple[Hashable, str], DomainSums] = {}
         self._labelled: dict[str, BoolArray] = {}
         self.root_placements: dict[str, list[Any]] = {}  # topology key -> placements over all nodes
         self._last_mask: BoolArray | None = None
@@ -571,13 +573,15 @@ class Evaluator:
             layer.synced = state
         return layer
 
-    def domain_sums(self, name: Hashable, key: str, values: Callable[[], NodeValues]) -> DomainSums:
-        """The DomainSums called `name` for topology key `key`, created on first use (of the NodeValues
-        that `values` makes) and then kept."""
-        sums = self._domain_sums.get((name, key))
+    def domain_sums(
+        self, c: _Class, key: str, values: Callable[[Snapshot, _Class], NodeValues]
+    ) -> DomainSums:
+        """The DomainSums of topology key `key` of a per-node quantity of class `c`, created on first use
+        (of the NodeValues that `values(snapshot, c)` makes) and then kept on the class: looked up by key
+        alone, without hashing the class's signature for every group."""
+        sums = c.domain_sums.get(key)
         if sums is None:
-            sums = DomainSums(self.snap, key, values())
-            self._domain_sums[(name, key)] = sums
+            sums = c.domain_sums[key] = DomainSums(self.snap, key, values(self.snap, c))
         return sums
 
     def labelled(self, key: str) -> BoolArray:

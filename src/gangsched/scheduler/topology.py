@@ -370,9 +370,8 @@ def _want(attempt: GroupAttempt, c: Any) -> tuple[int, int, int, int, int]:
 def _kept(ev: Evaluator, attempt: GroupAttempt, key: str) -> tuple[DomainSums, _KeptScores]:
     """The evaluator's per-domain sums of `key` for the group's class (all nodes) and the scores kept from
     them for the group's `want`, the sums brought in step with the snapshot."""
-    snap = ev.snap
     c = ev.equivalence_class(attempt.pods[0])
-    kept = ev.domain_sums(("placements", c.key), key, lambda: _ClassRoom(snap, c))
+    kept = ev.domain_sums(c, key, _ClassRoom)
     kept.current()
     want = _want(attempt, c)
     kept_scores = kept.derived.get(want)
