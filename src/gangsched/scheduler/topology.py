@@ -39,6 +39,7 @@ from .cycle import (
 from .domains import DomainSums
 from .evaluator import Evaluator
 from .plugins import BoolArray
+from .podinfo import PodInfo
 from .snapshot import CPU, MEMORY, Snapshot
 
 if TYPE_CHECKING:
@@ -463,6 +464,27 @@ def in_one_placement(result: GroupResult) -> GroupResult:
     return no_placement_fits(result, 1)
 
 
+def _one_class_alone(ev: Evaluator, pods: Sequence[PodInfo]) -> bool:
+    """Whether `pods` (at least one) are of one equivalence class, none uses claims and no pods-stage
+    plugin reads other pods for any of them. Pods of one template share one signature and one traits
+    object: signatures are compared, not hashed, and `reads_other_pods`, which reads the traits, is asked
+    once per traits object."""
+    if not pods:
+        return False
+    first = pods[0]
+    signature, traits = first.signature, first.traits
+    if ev.reads_other_pods(first):
+        return False
+    for pi in pods:
+        if (
+            (pi.signature is not signature and pi.signature != signature)
+            or pi.claims
+            or (pi.traits is not traits and ev.reads_other_pods(pi))
+        ):
+            return False
+    return True
+
+
 def place_with_topology(
     ev: Evaluator,
     attempt: GroupAttempt,
@@ -490,16 +512,7 @@ def place_with_topology(
     # The per-domain capacity sums know nothing of nominated pods, of what the pods-stage plugins read
     # (ports, spread, pod affinity, also among the members), nor of volumes and devices (the claims stage:
     # a placement without the members' devices or PVs is infeasible): then every placement runs the cycle.
-    # pods of one template share one signature: compared, not hashed (none pending: no class at all)
-    signature = attempt.pods[0].signature if attempt.pods else None
-    one_class = bool(attempt.pods) and all(
-        pi.signature is signature or pi.signature == signature for pi in attempt.pods
-    )
-    if (
-        one_class
-        and not snap.nominated
-        and not any(pi.claims or ev.reads_other_pods(pi) for pi in attempt.pods)
-    ):
+    if not snap.nominated and _one_class_alone(ev, attempt.pods):
         if options is ev.root_placements.get(key) and not use_limit:
             # every placement over all nodes, all scored: choose's answer is kept from group to group
             winners = _kept(ev, attempt, key)[1].winners()
