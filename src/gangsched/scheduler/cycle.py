@@ -27,7 +27,6 @@ __all__ = [
     "Code",
     "GroupAttempt",
     "GroupResult",
-    "feasibility",
     "group_unschedulable",
     "min_count_code",
     "min_count_feasibility",
@@ -130,11 +129,6 @@ def min_count_feasibility(m: int, scheduled: int, remaining: int) -> tuple[Code,
     return code, ""
 
 
-def feasibility(attempt: GroupAttempt, scheduled: int, remaining: int) -> tuple[Code, str]:
-    """The PlacementFeasible check before the first pod and after each one."""
-    return min_count_feasibility(_min_count(attempt), scheduled, remaining)
-
-
 def _min_count(attempt: GroupAttempt) -> int:
     return attempt.min_count if attempt.gang else 1
 
@@ -189,7 +183,7 @@ def run_group_cycle(
             i += alike
             remaining -= alike
             scheduled += alike
-    # The check after the last pod tried is the one the cycle reports (`feasibility`, with m known).
+    # The check after the last pod tried is the one the cycle reports.
     result.code, result.message = min_count_feasibility(m, scheduled, remaining)
     if result.code == WAIT:
         result.code, result.message, result.wrapped = (
